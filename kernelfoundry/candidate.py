@@ -1,0 +1,130 @@
+"""Kernel candidates: source text, its template-parameter space, and config enumeration.
+
+A candidate is a Python module with ``PARAMS`` (name -> list of values), one or
+more ``@triton.jit`` kernels and ``launch(*inputs, **params)``; see
+``docs/candidate_format.md``.  Everything here reads source statically (AST,
+``literal_eval``): generated code never runs in the driver.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Launch options Triton itself consumes; they do not change what the interpreter
+#: computes, so the trace is shared across them and the model sweeps them.
+HINT_PARAMS = ("num_warps", "num_stages")
+
+
+class ParamSpaceError(ValueError):
+    """``PARAMS`` is missing or malformed."""
+
+
+def parse_param_space(source: str) -> dict[str, list[Any]]:
+    """Read the module-level ``PARAMS`` literal from *source* without running it."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise ParamSpaceError(f"source does not parse: line {exc.lineno}: {exc.msg}") from None
+    node = None
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "PARAMS" for t in stmt.targets):
+            node = stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == "PARAMS":
+            node = stmt.value
+    if node is None:
+        raise ParamSpaceError("module defines no top-level PARAMS = {name: [values, ...]}")
+    try:
+        value = ast.literal_eval(node)
+    except ValueError:
+        raise ParamSpaceError("PARAMS must be a literal dict of name -> list of int/float/str/bool values") from None
+    return validate_param_space(value)
+
+
+def validate_param_space(value: Any) -> dict[str, list[Any]]:
+    """Check that *value* is ``{identifier: [scalar, ...]}`` with no duplicates."""
+    if not isinstance(value, dict) or not value:
+        raise ParamSpaceError("PARAMS must be a non-empty dict of name -> list of values")
+    out: dict[str, list[Any]] = {}
+    for name, values in value.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ParamSpaceError(f"PARAMS key {name!r} is not an identifier")
+        if not isinstance(values, (list, tuple)) or not values:
+            raise ParamSpaceError(f"PARAMS[{name!r}] must be a non-empty list of values")
+        for v in values:
+            if not isinstance(v, (int, float, str, bool)):
+                raise ParamSpaceError(f"PARAMS[{name!r}] holds {v!r}; only int/float/str/bool values")
+        if len(set(values)) != len(values):
+            raise ParamSpaceError(f"PARAMS[{name!r}] has duplicate values {list(values)}")
+        if name in ("num_warps",) and not all(isinstance(v, int) and v > 0 and v & (v - 1) == 0 for v in values):
+            raise ParamSpaceError(f"PARAMS['num_warps'] must be powers of two; got {list(values)}")
+        if name in ("num_stages",) and not all(isinstance(v, int) and 1 <= v <= 8 for v in values):
+            raise ParamSpaceError(f"PARAMS['num_stages'] must be ints in 1..8; got {list(values)}")
+        out[name] = list(values)
+    return out
+
+
+def space_size(space: dict[str, list[Any]]) -> int:
+    n = 1
+    for values in space.values():
+        n *= len(values)
+    return n
+
+
+def default_config(space: dict[str, list[Any]]) -> dict[str, Any]:
+    """The default config: the first value of every parameter."""
+    return {name: values[0] for name, values in space.items()}
+
+
+def enumerate_configs(space: dict[str, list[Any]], *, cap: int, seed: int = 0,
+                      names: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    """All configs of *space* (restricted to *names*) up to *cap*; a seeded sample beyond.
+
+    The default config is always first.  Order is deterministic for a given seed.
+    """
+    names = tuple(n for n in space if names is None or n in names)
+    sub = {n: space[n] for n in names}
+    total = space_size(sub)
+    first = {n: sub[n][0] for n in names}
+    if total <= cap:
+        configs = [dict(zip(names, combo)) for combo in itertools.product(*(sub[n] for n in names))]
+        configs.remove(first)
+        return [first] + configs
+    rng = random.Random(seed)
+    seen = {tuple(first[n] for n in names)}
+    out = [first]
+    while len(out) < cap:
+        combo = tuple(rng.choice(sub[n]) for n in names)
+        if combo not in seen:
+            seen.add(combo)
+            out.append(dict(zip(names, combo)))
+    return out
+
+
+def kernel_configs(space: dict[str, list[Any]], *, cap: int, seed: int = 0) -> list[dict[str, Any]]:
+    """Configs of the parameters that change what the kernel computes (not the hints)."""
+    names = tuple(n for n in space if n not in HINT_PARAMS)
+    return enumerate_configs(space, cap=cap, seed=seed, names=names)
+
+
+def config_key(config: dict[str, Any]) -> str:
+    """A stable, readable key for a config, e.g. ``BLOCK_M=64,BLOCK_N=128``."""
+    return ",".join(f"{k}={config[k]}" for k in sorted(config))
+
+
+@dataclass
+class Candidate:
+    """A kernel source with its lineage, as the search sees it (before verification)."""
+
+    source: str
+    parent_ids: tuple[int, ...] = ()
+    mutator: str = "seed"
+    description: str = ""
+    prompt_id: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def param_space(self) -> dict[str, list[Any]]:
+        return parse_param_space(self.source)
