@@ -132,8 +132,12 @@ def load_task(path: str | Path) -> Task:
     return task_from_dict(data, source=path)
 
 
-def task_from_dict(data: Any, *, source: Path | None = None) -> Task:
-    """Validate plain data (as parsed from YAML) into a :class:`Task`."""
+def task_from_dict(data: Any, *, source: Path | None = None, check_files: bool = True) -> Task:
+    """Validate plain data (as parsed from YAML) into a :class:`Task`.
+
+    ``check_files=False`` skips the existence check of seed files (workers on
+    other machines rebuild the task from ``Task.to_dict()`` and never read seeds).
+    """
     where = f"task file {source}" if source else "task"
     base_dir = source.parent if source else Path.cwd()
 
@@ -187,7 +191,7 @@ def task_from_dict(data: Any, *, source: Path | None = None) -> Task:
         if not isinstance(s, str):
             raise fail(f"seeds[{i}]", f"must be a path string; got {s!r}.")
         p = (base_dir / s).resolve()
-        if not p.is_file():
+        if check_files and not p.is_file():
             raise fail(f"seeds[{i}]", f"names {p}, which does not exist.")
         seeds.append(p)
 

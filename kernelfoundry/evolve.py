@@ -1,0 +1,152 @@
+"""``python -m kernelfoundry.evolve TASK.yaml``: run a kernel search into a run directory.
+
+Thin command layer: parse options, validate the task and hardware, start Ray,
+hand over to :class:`kernelfoundry.search.loop.SearchDriver`, print a summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import REPO_DIR
+from .errors import UserError
+
+DEFAULT_BUDGET = 40
+DEFAULT_ARCHIVES = REPO_DIR / "archives" if (REPO_DIR / "archives").is_dir() else Path("archives")
+
+
+@dataclass
+class EvolveConfig:
+    """Options of one evolve run (the command-line flags, as data)."""
+
+    task: Path | None = None
+    budget: int = DEFAULT_BUDGET
+    workers: int = 0                       # 0: one per CPU of the local machine (at least 1)
+    seed: int = 0
+    out: Path | None = None
+    resume: Path | None = None
+    hardware: list[str] | None = None
+    models: list[str] = field(default_factory=list)
+    ray_address: str | None = None
+    strategy: str = "map-elites"
+    prompt_evolution: bool = True
+    tuning: bool = True
+    max_cost: float | None = None
+    max_kernel_configs: int = 8
+    archives_root: Path = DEFAULT_ARCHIVES
+    quiet: bool = False
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m kernelfoundry.evolve",
+        description="Search for fast Triton kernels for TASK: mutate kernels (LLM or the built-in offline "
+                    "mutator), verify them in a sandbox, score them on the performance model of each target "
+                    "hardware, and keep the best kernel per behaviour cell in a MAP-Elites archive. "
+                    "Results land in archives/<task>/<UTC time>/ (run.sqlite, summary.json); then use "
+                    "`python -m kernelfoundry.plot RUN_DIR` and `python -m kernelfoundry.export RUN_DIR`.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("task", nargs="?", type=Path, help="task file (YAML); optional with --resume")
+    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET,
+                   help="total candidates to evaluate, seeds included (with --resume: the new total)")
+    p.add_argument("--workers", type=int, default=0, help="Ray workers (jobs in flight); 0 = one per local CPU")
+    p.add_argument("--seed", type=int, default=0, help="random seed of selection and mutation")
+    p.add_argument("--out", type=Path, help="run directory to create (default: archives/<task>/<UTC time>)")
+    p.add_argument("--resume", type=Path, metavar="RUN_DIR",
+                   help="continue a run to --budget without re-evaluating stored candidates")
+    p.add_argument("--hardware", help="comma-separated hardware names (default: the task's list); "
+                                      "see `python -m kernelfoundry.hardware`")
+    p.add_argument("--model", action="append", default=[], dest="models", metavar="NAME",
+                   help="litellm model for LLM mutation (repeatable: an ensemble); replay/PATH replays a JSONL; "
+                        "default: the task's models, else the built-in offline mutator")
+    p.add_argument("--ray-address", help="address of a running Ray cluster (default: start Ray locally)")
+    p.add_argument("--strategy", choices=("map-elites", "greedy", "random"), default="map-elites",
+                   help="parent selection: MAP-Elites, greedy refinement of the best, or mutations of the seeds")
+    p.add_argument("--no-prompt-evolution", dest="prompt_evolution", action="store_false",
+                   help="keep the prompts fixed (LLM runs only)")
+    p.add_argument("--no-tuning", dest="tuning", action="store_false",
+                   help="score only each kernel's default template config (ablation)")
+    p.add_argument("--max-cost", type=float, metavar="USD", help="stop proposing once LLM spend reaches USD")
+    p.add_argument("--max-kernel-configs", type=int, default=8,
+                   help="kernel configs traced per candidate (block sizes etc.; hints are swept by the model)")
+    p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> EvolveConfig:
+    if args.task is None and args.resume is None:
+        raise UserError("give a task file (e.g. experiments/tasks/softmax.yaml) or --resume RUN_DIR.")
+    if args.budget < 1:
+        raise UserError(f"--budget must be at least 1; got {args.budget}.")
+    if args.workers < 0:
+        raise UserError(f"--workers must be 0 (auto) or positive; got {args.workers}.")
+    if args.max_cost is not None and args.max_cost < 0:
+        raise UserError(f"--max-cost must be non-negative; got {args.max_cost}.")
+    hardware = [h.strip() for h in args.hardware.split(",") if h.strip()] if args.hardware else None
+    return EvolveConfig(task=args.task, budget=args.budget, workers=args.workers, seed=args.seed, out=args.out,
+                        resume=args.resume, hardware=hardware, models=list(args.models),
+                        ray_address=args.ray_address, strategy=args.strategy,
+                        prompt_evolution=args.prompt_evolution, tuning=args.tuning, max_cost=args.max_cost,
+                        max_kernel_configs=args.max_kernel_configs, quiet=args.quiet)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        from .search.session import run_evolution
+        cfg = config_from_args(args)
+        summary, run_dir = run_evolution(cfg)
+    except UserError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("\ninterrupted: every finished candidate is stored; continue with --resume RUN_DIR.",
+              file=sys.stderr)
+        return 130
+    print_summary(summary, run_dir)
+    return 0
+
+
+def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
+    best = summary.get("best_objective")
+    rows = [
+        ("task", summary["task"]),
+        ("candidates", f"{summary['n_candidates']} ({summary['n_correct']} correct)"),
+        ("best objective", "-" if best is None else f"{best:.3f}x over eager PyTorch (candidate "
+                                                     f"{summary['best_candidate_id']})"),
+        ("elites / coverage", f"{summary['num_elites']} / {summary['coverage']:.1%}"),
+        ("QD-score", f"{summary['qd_score']:.3f}"),
+        ("gate failures", ", ".join(f"{k} {v}" for k, v in summary["gate_failures"].items()) or "none"),
+        ("LLM", f"{summary['llm']['calls']} calls, {summary['llm']['prompt_tokens']}+"
+                f"{summary['llm']['completion_tokens']} tokens, ${summary['llm']['cost_usd']:.4f}"),
+        ("hardware", ", ".join(summary["hardware"])),
+        ("wall time", f"{summary['wall_seconds']:.1f} s"),
+    ]
+    if "prompts" in summary:
+        p = summary["prompts"]
+        rows.append(("prompt variants", f"{p.get('n_variants')} ({p.get('n_evolved')} evolved)"))
+    width = max(len(k) for k, _ in rows)
+    print()
+    for k, v in rows:
+        print(f"  {k:<{width}}  {v}")
+    print(f"\nrun directory: {run_dir}")
+    print(f"next: python -m kernelfoundry.plot {run_dir}  |  python -m kernelfoundry.export {run_dir}")
+
+
+def config_to_meta(cfg: EvolveConfig) -> dict[str, Any]:
+    d = asdict(cfg)
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in d.items()}
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    sys.exit(main())

@@ -1,0 +1,305 @@
+"""The asynchronous steady-state driver: K jobs always in flight, no generation barrier.
+
+The driver owns the archive and the run store; workers propose and verify.
+Every finished candidate is committed to the store before anything else
+happens, so ``kill -9`` loses only the jobs in flight, and ``--resume``
+rebuilds the archive, the counters and the prompt pool from the store.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import UserError
+from ..mutate.base import ParentView
+from ..store import RunStore
+from ..task import Task
+from .archive import NEW_CELL, KernelArchive
+from .progress import ProgressLine
+from .rundir import SUMMARY_NAME
+from .selection import Choice, SelectionState, Selector
+from .stats import RunStats, write_json_atomic
+from .workers import InFlight, WorkerPool
+
+MAX_CONSECUTIVE_DUPLICATES = 200
+
+
+@dataclass
+class SearchSettings:
+    """What the driver needs besides the task (mirrors the evolve command's options)."""
+
+    budget: int
+    workers: int
+    seed: int
+    hardware: list[str]
+    strategy: str = "map-elites"
+    max_cost: float | None = None
+    summary_every_s: float = 2.0
+
+
+class SearchDriver:
+    """Runs one search to its budget; see module docstring."""
+
+    def __init__(self, *, task: Task, settings: SearchSettings, store: RunStore, run_dir: Path,
+                 pool: WorkerPool, progress: ProgressLine, prompt_pool=None, llm_client=None,
+                 archive: KernelArchive | None = None, log: Callable[[str], None] | None = None):
+        self.task, self.settings, self.store, self.run_dir = task, settings, store, run_dir
+        self.pool, self.progress = pool, progress
+        self.prompt_pool, self.llm_client = prompt_pool, llm_client
+        self.archive = archive or KernelArchive(seed=settings.seed)
+        self.log = log or progress.message
+        self.stats = RunStats.from_store(store)
+        self.state = SelectionState()
+        self.views: dict[int, ParentView] = {}          # passed candidates and recent failures
+        self.hashes: set[str] = set()
+        self.job_counter = int(store.get_meta("jobs_issued", 0))
+        self.selector = Selector(settings.strategy, seed=settings.seed * 7919 + self.job_counter,
+                                 p_fix=0.1 if llm_client is not None else 0.0)
+        self.consecutive_duplicates = 0
+        self.last_summary = 0.0
+        self._rebuild_from_store()
+
+    # -- resume -----------------------------------------------------------
+    def _rebuild_from_store(self) -> None:
+        from .workers import source_hash
+        for row in self.store.iter_candidates():
+            if row.source:
+                self.hashes.add(source_hash(row.source))
+            if row.mutator == "seed" and row.passed:
+                self.state.seed_ids.append(row.id)
+            self.state.note(row.id, row.passed, row.objective, row.gate)
+            if row.passed and row.descriptors:
+                self.archive.add(row.id, row.source, row.objective, row.descriptors)
+                self.views[row.id] = self._view(row.id, row.source, row.passed, row.gate, row.reason,
+                                                row.objective, row.descriptors, row.hardware)
+            elif row.source and row.gate in ("correctness", "trace", "load"):
+                self.views[row.id] = self._view(row.id, row.source, row.passed, row.gate, row.reason,
+                                                None, None, {})
+
+    # -- main entry -------------------------------------------------------
+    def run(self, seeds: list[tuple[str, str]]) -> dict[str, Any]:
+        """Evaluate *seeds* (name, source) if the store has none, then search to the budget."""
+        if not self.state.seed_ids:
+            self._evaluate_seeds(seeds)
+        try:
+            self._steady_state()
+        finally:
+            self.write_summary(final=True)
+            self.progress.close()
+        return self.write_summary(final=True)
+
+    def _evaluate_seeds(self, seeds: list[tuple[str, str]]) -> None:
+        failures = []
+        queue = list(seeds)
+        while queue or self.pool.futures:
+            for w in self.pool.idle_workers():
+                if not queue:
+                    break
+                name, source = queue.pop(0)
+                job = {"kind": "seed", "source": source, "description": f"seed {name}",
+                       "seed": self._next_job_seed(), "name": name}
+                self.pool.submit(w, "propose", InFlight(job=job, stage="propose", worker=w, started=time.time()),
+                                 job)
+            for flight, result, err in self.pool.wait(0.5):
+                cid = self._handle(flight, result, err)
+                if cid is not None:
+                    row = self.store.get_candidate(cid)
+                    if row.passed:
+                        self.state.seed_ids.append(cid)
+                    else:
+                        failures.append(f"{flight.job['name']}: gate '{row.gate}': {row.reason}")
+        if failures:
+            self.log("seed kernel(s) failed the verifier:\n  " + "\n  ".join(failures))
+        if not self.state.seed_ids:
+            raise UserError("no seed kernel of task '" + self.task.name + "' passes the verifier, so the "
+                            "search has nothing to start from. " + " ".join(failures)
+                            + f" Check each seed with `python -m kernelfoundry.verify {self.task.path} SEED.py`.")
+
+    def _steady_state(self) -> None:
+        budget = self.settings.budget
+        while True:
+            stop_new = self.stats.n_candidates + len(self.pool.futures) >= budget or self._cost_exhausted() \
+                or self.consecutive_duplicates >= MAX_CONSECUTIVE_DUPLICATES
+            if not stop_new:
+                for w in self.pool.idle_workers():
+                    if self.stats.n_candidates + len(self.pool.futures) >= budget:
+                        break
+                    self._submit_new_job(w)
+            if not self.pool.futures:
+                break
+            for flight, result, err in self.pool.wait(0.5):
+                self._handle(flight, result, err)
+            self._maybe_evolve_prompts()
+            self._tick()
+        if self.consecutive_duplicates >= MAX_CONSECUTIVE_DUPLICATES:
+            self.log(f"stopping early: the last {MAX_CONSECUTIVE_DUPLICATES} proposals were all duplicates "
+                     f"of stored candidates; the mutator has run out of new edits for this task.")
+        if self._cost_exhausted():
+            self.log(f"stopping early: LLM cost ${self.stats.cost_usd:.4f} reached --max-cost "
+                     f"${self.settings.max_cost:.4f}.")
+
+    def _cost_exhausted(self) -> bool:
+        return self.settings.max_cost is not None and self.stats.cost_usd >= self.settings.max_cost
+
+    # -- jobs -------------------------------------------------------------
+    def _next_job_seed(self) -> int:
+        self.job_counter += 1
+        return (self.settings.seed * 1_000_003 + self.job_counter) % (2**31 - 1)
+
+    def _submit_new_job(self, worker: int) -> None:
+        choice: Choice = self.selector.choose(self.archive, self.state)
+        parent = self.views.get(choice.parent_id)
+        if parent is None:
+            parent = self._view_from_store(choice.parent_id)
+        job = {"kind": choice.kind, "seed": self._next_job_seed(), "parent": parent.to_dict(),
+               "inspirations": [self._view_of(i).to_dict() for i in choice.inspiration_ids],
+               "target_cell": choice.target_cell, "selection": choice.reason}
+        if self.prompt_pool is not None:
+            job["prompt"] = self.prompt_pool.sample()
+        self.pool.submit(worker, "propose", InFlight(job=job, stage="propose", worker=worker, started=time.time()),
+                         job)
+
+    def _view_of(self, cid: int) -> ParentView:
+        return self.views.get(cid) or self._view_from_store(cid)
+
+    def _view_from_store(self, cid: int) -> ParentView:
+        row = self.store.get_candidate(cid)
+        return self._view(row.id, row.source, row.passed, row.gate, row.reason, row.objective,
+                          row.descriptors, row.hardware)
+
+    def _view(self, cid, source, passed, gate, reason, objective, descriptors, hardware) -> ParentView:
+        cell = list(self.archive.cell_of(descriptors)) if descriptors else None
+        return ParentView(id=cid, source=source or "", objective=objective, descriptors=descriptors,
+                          cell=cell, passed=passed, gate=gate, feedback=reason or "", hardware=hardware or {})
+
+    # -- results ----------------------------------------------------------
+    def _handle(self, flight: InFlight, result: dict | None, err: str | None) -> int | None:
+        """Process one finished call; returns the stored candidate id, if one was stored."""
+        self.stats.workers_replaced = self.pool.replaced
+        job = flight.job
+        if flight.stage == "propose":
+            if err is not None:
+                return self._record_failure(job, None, "worker", err, flight)
+            if result["source"] is None:
+                return self._record_failure(job, result, "mutate", result.get("error") or "no source", flight)
+            if result["hash"] in self.hashes:
+                self.consecutive_duplicates += 1
+                self.stats.duplicates += 1
+                self.stats.add_usage(result.get("usage"))
+                if result.get("llm_log"):
+                    self.store.add_llm_calls(None, result["llm_log"])
+                return None
+            self.consecutive_duplicates = 0
+            self.hashes.add(result["hash"])
+            flight.proposal = result
+            self.pool.submit(flight.worker, "verify", flight, result["source"], job["seed"])
+            return None
+        if err is not None:
+            return self._record_failure(job, flight.proposal, "worker", err, flight)
+        return self._record_verified(job, flight.proposal, result, flight)
+
+    def _base_row(self, job: dict, proposal: dict | None, flight: InFlight) -> dict[str, Any]:
+        proposal = proposal or {}
+        usage = proposal.get("usage") or {}
+        return {
+            "id": self.store.next_candidate_id(),
+            "created_at": time.time(),
+            "parent_ids": list(proposal.get("parent_ids") or ([job["parent"]["id"]] if "parent" in job else [])),
+            "mutator": proposal.get("mutator") or ("seed" if job["kind"] == "seed" else "unknown"),
+            "kind": job["kind"],
+            "description": proposal.get("description") or job.get("description", ""),
+            "prompt_id": None if proposal.get("prompt_id") is None else str(proposal.get("prompt_id")),
+            "source": proposal.get("source"),
+            "llm_calls": int(usage.get("calls", 0)), "prompt_tokens": int(usage.get("prompt_tokens", 0)),
+            "completion_tokens": int(usage.get("completion_tokens", 0)),
+            "cost_usd": float(usage.get("cost_usd", 0.0)),
+            "worker": proposal.get("worker"), "job_seed": job["seed"],
+            "seconds": time.time() - flight.started,
+        }
+
+    def _record_failure(self, job, proposal, gate: str, reason: str, flight: InFlight) -> int:
+        row = self._base_row(job, proposal, flight)
+        row.update(passed=False, gate=gate, reason=reason, gates=[{"name": gate, "passed": False, "reason": reason}],
+                   hardware={}, archive_status=0, verify_seconds=0.0)
+        return self._store(row, (proposal or {}).get("llm_log"), job, proposal, objective=None)
+
+    def _record_verified(self, job, proposal, verdict: dict, flight: InFlight) -> int:
+        row = self._base_row(job, proposal, flight)
+        passed = bool(verdict["passed"])
+        objective = verdict.get("objective")
+        if objective is not None and not math.isfinite(objective):
+            objective = None
+        descriptors = verdict.get("descriptors")
+        status, cell = 0, None
+        if passed and descriptors and objective is not None:
+            cell = list(self.archive.cell_of(descriptors))
+            status = self.archive.add(row["id"], row["source"], objective, descriptors)
+        row.update(passed=passed, gate=verdict.get("gate"), reason=verdict.get("reason", ""),
+                   gates=verdict.get("gates", []), param_space=verdict.get("param_space"),
+                   descriptors=descriptors, cell=cell, objective=objective,
+                   hardware=verdict.get("hardware", {}), archive_status=status,
+                   verify_seconds=float(verdict.get("seconds", 0.0)))
+        cid = self._store(row, proposal.get("llm_log"), job, proposal, objective=objective)
+        if status == NEW_CELL:
+            self.log(f"  new cell {tuple(cell)} ({self.archive.spec.describe_cell(tuple(cell))}): candidate {cid}, "
+                     f"objective {objective:.3f} via {row['mutator']}")
+        return cid
+
+    def _store(self, row: dict, llm_log, job: dict, proposal: dict | None, *, objective) -> int:
+        cid = self.store.add_candidate(row, llm_log)
+        self.stats.note(cid=cid, passed=row["passed"], gate=row["gate"], objective=objective,
+                        mutator=row["mutator"], usage=(proposal or {}).get("usage"))
+        self.state.note(cid, row["passed"], objective, row["gate"])
+        if row["source"] and (row["passed"] or row["gate"] in ("correctness", "trace", "load")):
+            self.views[cid] = self._view(cid, row["source"], row["passed"], row["gate"], row["reason"],
+                                         objective, row.get("descriptors"), row.get("hardware"))
+        if self.prompt_pool is not None and job.get("prompt"):
+            parent_obj = job["parent"].get("objective") if "parent" in job else None
+            self.prompt_pool.credit(job["prompt"]["id"], parent_obj, objective if row["passed"] else None)
+        return cid
+
+    # -- prompts, summary, progress ---------------------------------------
+    def _maybe_evolve_prompts(self) -> None:
+        if self.prompt_pool is None or self.llm_client is None or self._cost_exhausted():
+            return
+        variant_id = self.prompt_pool.due_for_evolution()
+        if variant_id is None:
+            return
+        feedback = [v.to_dict() for v in list(self.views.values())[-8:]]
+        new = self.prompt_pool.evolve(variant_id, feedback, self.llm_client)
+        log = getattr(self.prompt_pool, "drain_llm_log", lambda: [])()
+        if log:
+            self.store.add_llm_calls(None, log, purpose="prompt-evolution")
+            for rec in log:
+                self.stats.add_usage({"calls": 1, "prompt_tokens": rec.get("prompt_tokens", 0),
+                                      "completion_tokens": rec.get("completion_tokens", 0),
+                                      "cost_usd": rec.get("cost_usd", 0.0)})
+        self.store.save_prompts(self.prompt_pool.to_records())
+        if new is not None:
+            self.log(f"  prompt variant {new['id']} evolved from {variant_id} ({new.get('origin')})")
+
+    def _tick(self) -> None:
+        self.progress.update(n=self.stats.n_candidates, correct=self.stats.n_correct,
+                             best=self.stats.best_objective, coverage=self.archive.coverage,
+                             cost=self.stats.cost_usd, in_flight=len(self.pool.futures))
+        if time.time() - self.last_summary >= self.settings.summary_every_s:
+            self.write_summary()
+
+    def write_summary(self, *, final: bool = False) -> dict[str, Any]:
+        extra: dict[str, Any] = {"finished": final}
+        if self.prompt_pool is not None:
+            extra["prompts"] = self.prompt_pool.summary()
+            self.store.save_prompts(self.prompt_pool.to_records())
+        summary = self.stats.summary(task=self.task.name, archive=self.archive, hardware=self.settings.hardware,
+                                     budget=self.settings.budget, extra=extra)
+        self.store.set_meta("jobs_issued", self.job_counter)
+        self.store.set_meta("duplicates", self.stats.duplicates)
+        self.store.set_meta("wall_seconds", self.stats.wall_seconds)
+        self.stats.wall_seconds_before, self.stats.started = self.stats.wall_seconds, time.time()
+        write_json_atomic(self.run_dir / SUMMARY_NAME, summary)
+        self.last_summary = time.time()
+        return summary

@@ -1,0 +1,136 @@
+"""Set up one evolve session (new or resumed): task, hardware, run dir, Ray, workers, mutator."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from ..store import RunStore
+from ..task import Task, load_task, task_from_dict
+from .loop import SearchDriver, SearchSettings
+from .progress import ProgressLine
+from .rundir import STORE_NAME, existing_run_dir, new_run_dir
+from .workers import KernelWorker, WorkerPool
+
+
+def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, Any], Path]:
+    """Run (or resume) a search as configured by an ``EvolveConfig``; returns (summary, run_dir)."""
+    from ..evolve import config_to_meta
+    progress = ProgressLine(cfg.budget, quiet=cfg.quiet)
+    if cfg.resume is not None:
+        run_dir = existing_run_dir(cfg.resume)
+        store = RunStore(run_dir / STORE_NAME)
+        stored = store.get_meta("config") or {}
+        task = task_from_dict(store.get_meta("task"), check_files=False)
+        if cfg.task is not None and load_task(cfg.task).name != task.name:
+            raise UserError(f"--resume {run_dir} is a run of task '{task.name}', not of {cfg.task}.")
+        for key in ("seed", "hardware", "models", "strategy", "prompt_evolution", "tuning", "max_kernel_configs"):
+            setattr(cfg, key, stored.get(key, getattr(cfg, key)))
+        done = store.candidate_count()
+        progress.message(f"resuming {run_dir}: {done} candidates stored, budget {cfg.budget}")
+    else:
+        task = load_task(cfg.task)
+        run_dir = None
+    hardware = cfg.hardware or list(task.hardware)
+    _check_hardware(hardware)
+    mutator_spec, prompt_pool, llm_client, model_note = _mutator_setup(cfg, task)
+    if cfg.resume is None:
+        run_dir = new_run_dir(task.name, out=cfg.out, root=cfg.archives_root)
+        store = RunStore(run_dir / STORE_NAME)
+        cfg.hardware = hardware
+        store.set_meta("task", task.to_dict())
+        store.set_meta("config", config_to_meta(cfg))
+    if prompt_pool is not None:
+        records = store.load_prompts()
+        if records:
+            prompt_pool = type(prompt_pool).from_records(records, seed=cfg.seed)
+    progress.message(f"task {task.name}: budget {cfg.budget}, hardware {', '.join(hardware)}, "
+                     f"strategy {cfg.strategy}; {model_note}")
+    progress.message(f"run directory: {run_dir}")
+    started_ray = _start_ray(cfg)
+    pool = None
+    try:
+        n_workers = cfg.workers or max(1, os.cpu_count() or 1)
+        verify_options = {"max_kernel_configs": cfg.max_kernel_configs}
+        if not cfg.tuning:
+            verify_options["tune"] = False
+        pool = WorkerPool(n_workers, worker_cls, {"task": task.to_dict(), "hardware": hardware,
+                                                  "mutator": mutator_spec, "verify_options": verify_options})
+        try:
+            pool.ready()
+        except Exception as exc:
+            raise UserError(f"Ray could not start {n_workers} workers: {type(exc).__name__}: {exc}. "
+                            f"Check that kernelfoundry is installed where the workers run "
+                            f"(`pip install -e .`) and that Ray has CPUs free.") from None
+        progress.message(f"{n_workers} Ray worker(s) ready")
+        driver = SearchDriver(task=task, settings=SearchSettings(budget=cfg.budget, workers=n_workers,
+                                                                 seed=cfg.seed, hardware=hardware,
+                                                                 strategy=cfg.strategy, max_cost=cfg.max_cost),
+                              store=store, run_dir=run_dir, pool=pool, progress=progress,
+                              prompt_pool=prompt_pool, llm_client=llm_client)
+        seeds = [(p.name, src) for p, src in _read_seeds(task)] if cfg.resume is None else []
+        summary = driver.run(seeds)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+        if started_ray:
+            import ray
+            ray.shutdown()
+        store.close()
+    return summary, run_dir
+
+
+def _read_seeds(task: Task) -> list[tuple[Path, str]]:
+    try:
+        return task.seed_sources()
+    except OSError as exc:
+        raise UserError(f"cannot read seed kernel {exc.filename}: {exc.strerror}.") from None
+
+
+def _check_hardware(names: list[str]) -> None:
+    from ..perfmodel.hardware import resolve_hardware
+    resolve_hardware(names)     # raises HardwareError naming the unknown name
+
+
+def _mutator_setup(cfg, task: Task):
+    """Pick the mutator: LLM when models are configured, else the built-in offline one."""
+    if not cfg.models and not task.models:
+        return {"type": "builtin"}, None, None, "no LLM model configured: using the built-in offline mutator"
+    from ..mutate.llm import parse_model_specs
+    from ..mutate.llm_client import LLMClient
+    specs = parse_model_specs(list(task.models), list(cfg.models))
+    spec = {"type": "llm", "models": [dataclasses.asdict(s) for s in specs]}
+    pool = client = None
+    note = "LLM mutation with " + ", ".join(s.name for s in specs)
+    if cfg.prompt_evolution:
+        from ..mutate.metaprompt import PromptPool
+        pool = PromptPool.from_prompt_dir(None, seed=cfg.seed)
+        client = LLMClient()
+        note += "; prompt evolution on"
+    else:
+        note += "; prompt evolution off"
+    return spec, pool, client, note
+
+
+def _start_ray(cfg) -> bool:
+    """Connect to --ray-address or start local Ray; returns True if this process started it."""
+    import ray
+    if ray.is_initialized():
+        return False
+    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
+    try:
+        if cfg.ray_address:
+            ray.init(address=cfg.ray_address, log_to_driver=False, include_dashboard=False)
+        else:
+            n_cpus = max(os.cpu_count() or 1, cfg.workers or 1)
+            pkg_root = str(Path(__file__).resolve().parents[2])
+            ray.init(num_cpus=n_cpus, include_dashboard=False, log_to_driver=False,
+                     runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(
+                         [pkg_root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}})
+    except Exception as exc:
+        where = f"the cluster at {cfg.ray_address}" if cfg.ray_address else "a local Ray instance"
+        raise UserError(f"Ray failed to start ({where}): {type(exc).__name__}: {exc}") from None
+    return True
