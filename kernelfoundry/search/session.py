@@ -10,6 +10,8 @@ from typing import Any
 from ..errors import UserError
 from ..store import RunStore
 from ..task import Task, load_task, task_from_dict
+from .archive import ArchiveSpec, KernelArchive
+from .history import spec_from_meta, spec_to_meta
 from .loop import SearchDriver, SearchSettings
 from .progress import ProgressLine
 from .rundir import STORE_NAME, existing_run_dir, new_run_dir
@@ -43,6 +45,7 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
         cfg.hardware = hardware
         store.set_meta("task", task.to_dict())
         store.set_meta("config", config_to_meta(cfg))
+        store.set_meta("archive_spec", spec_to_meta(ArchiveSpec.default()))
     if prompt_pool is not None:
         records = store.load_prompts()
         if records:
@@ -70,7 +73,8 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
                                                                  seed=cfg.seed, hardware=hardware,
                                                                  strategy=cfg.strategy, max_cost=cfg.max_cost),
                               store=store, run_dir=run_dir, pool=pool, progress=progress,
-                              prompt_pool=prompt_pool, llm_client=llm_client)
+                              prompt_pool=prompt_pool, llm_client=llm_client,
+                              archive=KernelArchive(spec_from_meta(store.get_meta("archive_spec")), seed=cfg.seed))
         seeds = [(p.name, src) for p, src in _read_seeds(task)] if cfg.resume is None else []
         summary = driver.run(seeds)
     finally:

@@ -1,0 +1,19 @@
+"""Shared fixtures: one local Ray instance per test session, started only when a test needs it."""
+
+import os
+
+import pytest
+
+os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+
+
+@pytest.fixture(scope="session")
+def ray_local():
+    import ray
+    if not ray.is_initialized():
+        ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(
+                     [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                      os.path.join(os.path.dirname(os.path.abspath(__file__)), "search")])}})
+    yield ray
+    ray.shutdown()
