@@ -1,0 +1,154 @@
+"""``python -m kernelfoundry.bench SUITE.yaml``: compare search methods on a task suite.
+
+Every (task, method, seed) is one evolve run with the same candidate budget,
+under ``OUT/runs/<task>/<method>/seed<S>/``; ``OUT/results.csv`` has a row per
+run and ``OUT/report.md`` the aggregate tables and plots (see
+:mod:`kernelfoundry.bench_report`).  A bench that is interrupted and started
+again with the same ``--out`` skips runs that finished and resumes the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import UserError
+from .evolve import EvolveConfig
+from .task import load_task
+
+#: method name -> (strategy, prompt evolution, template tuning)
+METHODS: dict[str, tuple[str, bool, bool]] = {
+    "map-elites": ("map-elites", True, True),
+    "greedy": ("greedy", True, True),
+    "random": ("random", True, True),
+    "map-elites-no-prompts": ("map-elites", False, True),
+    "map-elites-no-tuning": ("map-elites", True, False),
+}
+DEFAULT_METHODS = ("map-elites", "greedy", "random")
+
+
+@dataclass
+class Suite:
+    name: str
+    tasks: list[Path]
+    budget: int | None
+    path: Path
+
+
+def load_suite(path: str | Path) -> Suite:
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"suite file {path} does not exist.")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise UserError(f"suite file {path} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("tasks"), list) or not data["tasks"]:
+        raise UserError(f"suite file {path}: field 'tasks' must be a non-empty list of task file paths.")
+    unknown = set(data) - {"name", "tasks", "budget", "description"}
+    if unknown:
+        raise UserError(f"suite file {path}: unknown field(s) {sorted(unknown)}; known: name, tasks, budget.")
+    tasks = []
+    for i, t in enumerate(data["tasks"]):
+        p = (path.parent / str(t)).resolve()
+        if not p.is_file():
+            raise UserError(f"suite file {path}: tasks[{i}] names {p}, which does not exist.")
+        tasks.append(p)
+    budget = data.get("budget")
+    if budget is not None and (not isinstance(budget, int) or budget < 1):
+        raise UserError(f"suite file {path}: field 'budget' must be a positive int; got {budget!r}.")
+    return Suite(name=str(data.get("name", path.stem)), tasks=tasks, budget=budget, path=path)
+
+
+def run_one(task_path: Path, method: str, seed: int, *, budget: int, workers: int, models: list[str],
+            run_dir: Path) -> dict[str, Any]:
+    """One evolve run (resumed if a previous bench left it unfinished); returns its result row."""
+    from .search.rundir import STORE_NAME
+    from .search.session import run_evolution
+    strategy, prompts, tuning = METHODS[method]
+    resume = run_dir if (run_dir / STORE_NAME).exists() else None
+    cfg = EvolveConfig(task=task_path, budget=budget, workers=workers, seed=seed,
+                       out=None if resume else run_dir, resume=resume, models=list(models), strategy=strategy,
+                       prompt_evolution=prompts, tuning=tuning, quiet=True)
+    t0 = time.time()
+    summary, _ = run_evolution(cfg)
+    from .bench_report import row_from_run
+    return row_from_run(run_dir, method=method, seed=seed, summary=summary, seconds=time.time() - t0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m kernelfoundry.bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("suite", type=Path, help="suite file (experiments/suites/*.yaml)")
+    p.add_argument("--methods", default=",".join(DEFAULT_METHODS),
+                   help=f"comma-separated methods; known: {', '.join(METHODS)}")
+    p.add_argument("--budget", type=int, help="candidates per run (default: the suite's budget, else 50)")
+    p.add_argument("--seeds", default="0", help="comma-separated seeds, e.g. 0,1,2")
+    p.add_argument("--out", type=Path, help="output directory (default: archives/bench/<suite>-<UTC time>)")
+    p.add_argument("--workers", type=int, default=0, help="Ray workers per run (0 = one per CPU)")
+    p.add_argument("--model", action="append", default=[], dest="models", help="litellm model(s) for LLM runs")
+    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    args = p.parse_args(argv)
+    try:
+        return _run(args)
+    except UserError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+def _run(args) -> int:
+    from . import bench_report
+    from .evolve import DEFAULT_ARCHIVES
+    suite = load_suite(args.suite)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    bad = [m for m in methods if m not in METHODS]
+    if bad or not methods:
+        raise UserError(f"--methods: unknown method(s) {bad}; known: {', '.join(METHODS)}.")
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    except ValueError:
+        raise UserError(f"--seeds must be comma-separated integers; got {args.seeds!r}.") from None
+    budget = args.budget or suite.budget or 50
+    tasks = [load_task(t) for t in suite.tasks]
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    out = args.out or DEFAULT_ARCHIVES / "bench" / f"{suite.name}-{stamp}"
+    out.mkdir(parents=True, exist_ok=True)
+    import ray
+    ray.init(num_cpus=max(os.cpu_count() or 1, args.workers or 1), include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}})
+    rows: list[dict[str, Any]] = []
+    total = len(tasks) * len(methods) * len(seeds)
+    started = time.time()
+    try:
+        for task_path, task in zip(suite.tasks, tasks):
+            for method in methods:
+                for seed in seeds:
+                    run_dir = out / "runs" / task.name / method / f"seed{seed}"
+                    row = run_one(task_path, method, seed, budget=budget, workers=args.workers,
+                                  models=args.models, run_dir=run_dir)
+                    rows.append(row)
+                    best = row["best_objective"]
+                    print(f"[{len(rows)}/{total}] {task.name:<22} {method:<22} seed {seed}: best "
+                          f"{'-' if best is None else f'{best:.3f}x'}  QD {row['qd_score']:.2f}  "
+                          f"{row['seconds']:.0f}s  (elapsed {time.time() - started:.0f}s)", flush=True)
+                    bench_report.write_csv(out / "results.csv", rows)
+    finally:
+        ray.shutdown()
+    report = bench_report.write_report(out, rows, suite=suite.name, budget=budget, seeds=seeds,
+                                       levels={t.name: t.level for t in tasks})
+    print(f"\n{report}\nresults: {out / 'results.csv'}\nreport:  {out / 'report.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""Benchmark metrics and report: results.csv rows, fast_p, geomean speedup, QD-score, level scores, plots."""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import defaultdict
+from pathlib import Path
+from statistics import mean, pstdev
+from typing import Any
+
+FAST_P = (0.0, 1.0, 1.5, 2.0)
+LEVEL_WEIGHTS = {1: 0.2, 2: 0.3, 3: 0.5}
+CSV_FIELDS = ("task", "level", "method", "seed", "budget", "n_candidates", "n_correct", "correctness_rate",
+              "best_objective", "sol_fraction", "qd_score", "coverage", "num_elites", "llm_cost_usd",
+              "seconds", "run_dir")
+
+
+def row_from_run(run_dir: Path, *, method: str, seed: int, summary: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """One results.csv row from a finished run."""
+    from .search.history import open_run
+    run = open_run(run_dir)
+    try:
+        sol = {}
+        if summary.get("best_candidate_id") is not None:
+            best = run.store.get_candidate(summary["best_candidate_id"])
+            sol = {hw: round(float(s.get("sol_fraction", 0.0)), 4) for hw, s in (best.hardware or {}).items()}
+        level = run.task.level
+    finally:
+        run.close()
+    n = summary["n_candidates"]
+    return {"task": summary["task"], "level": level, "method": method, "seed": seed, "budget": summary["budget"],
+            "n_candidates": n, "n_correct": summary["n_correct"],
+            "correctness_rate": round(summary["n_correct"] / n, 4) if n else 0.0,
+            "best_objective": summary["best_objective"],
+            "sol_fraction": ";".join(f"{k}={v}" for k, v in sol.items()),
+            "qd_score": round(summary["qd_score"], 4), "coverage": round(summary["coverage"], 4),
+            "num_elites": summary["num_elites"], "llm_cost_usd": summary["llm"]["cost_usd"],
+            "seconds": round(seconds, 1), "run_dir": str(run_dir)}
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    tmp = path.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({k: r.get(k) for k in CSV_FIELDS})
+    tmp.replace(path)
+
+
+def _speedup(row: dict[str, Any]) -> float | None:
+    b = row.get("best_objective")
+    return None if b in (None, "") else float(b)
+
+
+def method_metrics(rows: list[dict[str, Any]], levels: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """Per method: fast_p, geomean speedup, summed QD-score, ... (mean and sd over seeds)."""
+    by_method_seed: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        by_method_seed[r["method"]][int(r["seed"])].append(r)
+    out = {}
+    for method, per_seed in by_method_seed.items():
+        per_seed_metrics = [_suite_metrics(rs, levels) for rs in per_seed.values()]
+        agg: dict[str, Any] = {"seeds": len(per_seed_metrics)}
+        for key in per_seed_metrics[0]:
+            values = [m[key] for m in per_seed_metrics if m[key] is not None]
+            agg[key] = (mean(values), pstdev(values)) if values else (None, None)
+        out[method] = agg
+    return out
+
+
+def _suite_metrics(rows: list[dict[str, Any]], levels: dict[str, int]) -> dict[str, Any]:
+    n = len(rows)
+    speedups = [_speedup(r) for r in rows]
+    m: dict[str, Any] = {}
+    for p in FAST_P:
+        m[f"fast_{p:g}"] = sum(1 for s in speedups if s is not None and s > p) / n
+    correct = [s for s in speedups if s is not None and s > 0]
+    m["geomean_speedup"] = math.exp(mean(math.log(s) for s in correct)) if correct else None
+    m["qd_score_sum"] = sum(float(r["qd_score"]) for r in rows)
+    m["coverage_mean"] = mean(float(r["coverage"]) for r in rows)
+    m["correctness_rate"] = mean(float(r["correctness_rate"]) for r in rows)
+    m["llm_cost_usd"] = sum(float(r["llm_cost_usd"] or 0) for r in rows)
+    by_level: dict[int, list[float | None]] = defaultdict(list)
+    for r, s in zip(rows, speedups):
+        by_level[levels.get(r["task"], int(r["level"]))].append(s)
+    for level in sorted(by_level):
+        m[f"level{level}_fast_1"] = sum(1 for s in by_level[level] if s is not None and s > 1) / len(by_level[level])
+    if 3 in by_level:
+        m["level_score"] = sum(LEVEL_WEIGHTS[lv] * m[f"level{lv}_fast_1"] for lv in (1, 2, 3) if lv in by_level)
+    return m
+
+
+def _fmt(pair: tuple[float | None, float | None], digits: int = 3) -> str:
+    v, sd = pair
+    if v is None:
+        return "-"
+    return f"{v:.{digits}f}" if not sd else f"{v:.{digits}f} ± {sd:.{digits}f}"
+
+
+def write_report(out: Path, rows: list[dict[str, Any]], *, suite: str, budget: int, seeds: list[int],
+                 levels: dict[str, int]) -> str:
+    """Write OUT/report.md and the plots; returns the method table (also printed by the command)."""
+    metrics = method_metrics(rows, levels)
+    keys = [k for k in next(iter(metrics.values())) if k != "seeds"]
+    header = "| method | " + " | ".join(keys) + " |"
+    table = [header, "|" + "---|" * (len(keys) + 1)]
+    for method, agg in metrics.items():
+        table.append(f"| {method} | " + " | ".join(_fmt(agg[k]) for k in keys) + " |")
+    per_task = ["| task | level | " + " | ".join(metrics) + " |", "|---|---|" + "---|" * len(metrics)]
+    best: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in rows:
+        s = _speedup(r)
+        if s is not None:
+            best[(r["task"], r["method"])].append(s)
+    for task in dict.fromkeys(r["task"] for r in rows):
+        cells = []
+        for method in metrics:
+            vals = best.get((task, method))
+            cells.append(f"{math.exp(mean(map(math.log, vals))):.3f}" if vals else "-")
+        per_task.append(f"| {task} | {levels.get(task, '')} | " + " | ".join(cells) + " |")
+    plots = _plot_curves(out, rows)
+    text = "\n".join([
+        f"# Benchmark: suite {suite}", "",
+        f"Budget {budget} candidates per run; seeds {seeds}; {len(rows)} runs. Values are mean ± sd over seeds.",
+        "fast_p: share of tasks with a correct kernel whose speedup over the eager-PyTorch estimate exceeds p "
+        "(KernelBench). level*_fast_1: the same per level; level_score weights levels 0.2/0.3/0.5 (NPUKernelBench) "
+        "when level 3 exists.", "",
+        "## Methods", "", *table, "",
+        "## Best speedup per task (geometric mean over seeds)", "", *per_task, "",
+        "## Curves", "", *[f"![{p.stem}]({p.name})" for p in plots], ""])
+    (out / "report.md").write_text(text)
+    return "\n".join(table)
+
+
+def _plot_curves(out: Path, rows: list[dict[str, Any]]) -> list[Path]:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from .search.history import open_run, progress_curves
+    best_logs: dict[str, list[np.ndarray]] = defaultdict(list)
+    qd: dict[str, list[np.ndarray]] = defaultdict(list)
+    length = max(int(r["n_candidates"]) for r in rows)
+    for r in rows:
+        run = open_run(r["run_dir"])
+        try:
+            c = progress_curves(run.store, run.archive.spec)
+        finally:
+            run.close()
+        pad = length - len(c.n)
+        b = np.log(np.nan_to_num(np.array(c.best, dtype=float), nan=1e-12).clip(1e-12))
+        best_logs[(r["method"], r["seed"])].append(np.pad(b, (0, pad), mode="edge"))
+        qd[(r["method"], r["seed"])].append(np.pad(np.array(c.qd_score), (0, pad), mode="edge"))
+    paths = []
+    for name, data, combine, ylabel in (
+            ("best_objective", best_logs, lambda a: np.exp(np.mean(a, axis=0)), "geomean best speedup over tasks"),
+            ("qd_score", qd, lambda a: np.sum(a, axis=0), "QD-score summed over tasks")):
+        fig, ax = plt.subplots(figsize=(7, 4))
+        per_method: dict[str, list[np.ndarray]] = defaultdict(list)
+        for (method, _seed), arrays in data.items():
+            per_method[method].append(combine(np.array(arrays)))
+        for method, curves in per_method.items():
+            ax.plot(np.arange(1, length + 1), np.mean(curves, axis=0), label=method)
+        ax.set_xlabel("candidates evaluated per task")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        path = out / f"{name}.png"
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        paths.append(path)
+    return paths
