@@ -105,6 +105,7 @@ class _ReplayFile:
     """One file's responses and this process's position in it."""
 
     lines: list[dict[str, Any]]
+    version: tuple[int, int] | None = None
     cursors: dict[tuple[int, ...], int] = field(default_factory=dict)
     used: set[int] = field(default_factory=set)
 
@@ -138,12 +139,17 @@ _FILES_LOCK = threading.Lock()
 
 
 def next_response(path: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
-    """The response line for this request (thread-safe; the file is read once per process)."""
+    """The response line for this request (thread-safe; the file is re-read only when it changes)."""
     key = str(Path(path).resolve())
+    try:
+        stat = os.stat(key)
+        version = (stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        version = None
     with _FILES_LOCK:
         state = _FILES.get(key)
-        if state is None:
-            state = _FILES[key] = _ReplayFile(load_replay_lines(key))
+        if state is None or state.version != version:      # new, or edited since: start over
+            state = _FILES[key] = _ReplayFile(load_replay_lines(key), version=version)
         return state.select(messages, path)
 
 
