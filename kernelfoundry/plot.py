@@ -39,10 +39,14 @@ def plot_heatmap(run: RunView, path: Path) -> None:
     ax.set_ylabel(spec.names[1].replace("_", " "))
     ax.set_title(f"{run.task.name}: {run.archive.num_elites} elites, coverage {run.archive.coverage:.1%}, "
                  f"QD-score {run.archive.qd_score:.2f}")
-    for elite in run.archive.elites():
+    elites = run.archive.elites()
+    lo_obj = min((e.objective for e in elites), default=0.0)
+    hi_obj = max((e.objective for e in elites), default=1.0)
+    for elite in elites:
+        bright = (elite.objective - lo_obj) / (hi_obj - lo_obj) > 0.6 if hi_obj > lo_obj else False
         ax.annotate(f"{elite.objective:.2f}\n#{elite.candidate_id}",
                     (lo_center(spec, 0, elite.cell[0]), lo_center(spec, 1, elite.cell[1])),
-                    ha="center", va="center", fontsize=6, color="white")
+                    ha="center", va="center", fontsize=6, color="black" if bright else "white")
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
