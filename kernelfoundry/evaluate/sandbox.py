@@ -1,0 +1,471 @@
+"""Run a job module in a confined child process and always get a record back.
+
+``run_sandboxed(module, payload, limits)`` runs ``python -m module IN.json OUT.json``
+in a fresh child (forked from a pre-warmed fork server, or spawned) that:
+
+* has its own session and process group, cwd and HOME in a private temp dir,
+  a minimal environment (``TRITON_INTERPRET=1``, one OMP/MKL thread, no proxies);
+* is confined by hard rlimits (address space, CPU seconds, processes/threads,
+  file size, no core dumps) and, on Linux x86_64, a seccomp filter (no fork,
+  exec, sockets, ptrace, signals to others); as root it also gets a private
+  network namespace and a throwaway uid (see :mod:`sandbox_boot`);
+* is watched by the caller for wall time, real memory (RSS: the address-space
+  limit must stay loose because target-shape tensors are allocated but mostly
+  untouched), output volume and thread count, and SIGKILLed with its whole
+  session on any limit.
+
+Design choices and measurements are in ``docs/verifier.md``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import random
+import select
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from .sandbox_forkserver import ForkServer, ForkServerError
+
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+_WORLD_WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Limits for one sandboxed run (keyword-only; all enforced with SIGKILL)."""
+
+    wall_s: float = 60.0                   # wall-clock seconds
+    cpu_s: float | None = None             # CPU seconds (RLIMIT_CPU); default: wall_s
+    rss_bytes: int = 4 * GiB               # real memory, summed over the session (watchdog)
+    address_space_bytes: int = 16 * GiB    # RLIMIT_AS: virtual memory, a coarse backstop
+    max_threads: int = 64                  # RLIMIT_NPROC for the sandbox uid + watchdog
+    file_bytes: int = 64 * MiB             # RLIMIT_FSIZE: largest file the child may write
+    output_bytes: int = 8 * MiB            # stdout+stderr volume before the child is killed
+    tail_bytes: int = 64 * KiB             # how much of the output's end the record keeps
+    poll_s: float = 0.05                   # watchdog period
+
+    def rlimits(self, *, nproc: int | None) -> dict[str, Any]:
+        cpu = int(self.cpu_s if self.cpu_s is not None else self.wall_s) + 1
+        out = {"RLIMIT_AS": int(self.address_space_bytes), "RLIMIT_CPU": [cpu, cpu + 2],
+               "RLIMIT_FSIZE": int(self.file_bytes), "RLIMIT_CORE": 0}
+        if nproc is not None:
+            out["RLIMIT_NPROC"] = int(nproc)
+        return out
+
+
+@dataclass
+class SandboxOutcome:
+    """What happened to one sandboxed run.  ``ok``: exit 0 and a readable result."""
+
+    ok: bool
+    result: dict[str, Any] | None
+    reason: str                            # "" when ok; else e.g. "timed out after 30 s"
+    exit_code: int | None                  # None when ended by a signal
+    signal: int | None = None
+    killed_by: str | None = None           # "wall" | "memory" | "output" | "threads" | None
+    output_tail: str = ""
+    output_bytes: int = 0
+    wall_s: float = 0.0
+    peak_rss_bytes: int = 0
+    progress: str | None = None            # last line the child wrote to $KF_SANDBOX_PROGRESS
+    mode: str = "spawn"                    # "fork" (fork server) or "spawn"
+    isolation: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("result")
+        return d
+
+
+def sandbox_env() -> dict[str, str]:
+    """The child's environment: minimal, deterministic, no proxies or credentials."""
+    from .. import REPO_DIR
+    path = os.pathsep.join(p for p in (str(REPO_DIR), os.environ.get("PYTHONPATH", "")) if p)
+    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONPATH": path,
+            "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
+            "TRITON_INTERPRET": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1", "TORCH_NUM_THREADS": "1"}
+
+
+# ---------------------------------------------------------------- fork servers
+_SERVERS: dict[str, ForkServer] = {}
+_SERVER_FAILURES: dict[str, str] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def _fork_server(module: str) -> ForkServer | None:
+    with _SERVERS_LOCK:
+        server = _SERVERS.get(module)
+        if server is not None and server.alive():
+            return server
+        if module in _SERVER_FAILURES:
+            return None
+        try:
+            server = ForkServer((module,), sandbox_env())
+        except (ForkServerError, OSError, ValueError) as exc:
+            _SERVER_FAILURES[module] = str(exc)
+            return None
+        _SERVERS[module] = server
+        return server
+
+
+def shutdown_fork_servers() -> None:
+    """Stop every fork server this process started (also runs at exit)."""
+    with _SERVERS_LOCK:
+        for server in _SERVERS.values():
+            server.close()
+        _SERVERS.clear()
+        _SERVER_FAILURES.clear()
+
+
+atexit.register(shutdown_fork_servers)
+
+
+def default_mode() -> str:
+    """``fork`` where the platform has fork, unless ``KF_SANDBOX_MODE=spawn``."""
+    wanted = os.environ.get("KF_SANDBOX_MODE", "auto")
+    if wanted in ("fork", "spawn"):
+        return wanted
+    return "fork" if hasattr(os, "fork") and sys.platform.startswith("linux") else "spawn"
+
+
+# ---------------------------------------------------------------- /proc helpers
+def _session_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read()
+    except OSError:
+        return None
+    fields_ = text[text.rfind(b")") + 2:].split()
+    return int(fields_[3])                  # state ppid pgrp session ...
+
+
+def _status_numbers(pid: int) -> tuple[int, int, int | None]:
+    """(VmRSS bytes, thread count, real uid) of *pid*; zeros when it is gone."""
+    rss = threads = 0
+    uid = None
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmRSS:"):
+                    rss = int(line.split()[1]) * 1024
+                elif line.startswith(b"Threads:"):
+                    threads = int(line.split()[1])
+                elif line.startswith(b"Uid:"):
+                    uid = int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return rss, threads, uid
+
+
+def _sandbox_pids(session: int, uid: int | None) -> list[int]:
+    """Every live process in *session* or owned by the sandbox *uid*."""
+    pids = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        if _session_of(pid) == session or (uid is not None and _status_numbers(pid)[2] == uid):
+            pids.append(pid)
+    return pids
+
+
+def _kill_all(session: int, uid: int | None) -> None:
+    for _ in range(5):
+        pids = _sandbox_pids(session, uid)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.01)
+
+
+def _count_user_tasks(uid: int) -> int:
+    n = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            _, threads, owner = _status_numbers(int(entry.name))
+            if owner == uid:
+                n += threads
+    return n
+
+
+# ---------------------------------------------------------------- child control
+class _Child:
+    """A started child: its pid and a way to learn that it ended (with wait status)."""
+
+    def __init__(self, pid: int, waiter):
+        self.pid = pid
+        self._waiter = waiter
+        self.status: int | None = None
+        self.maxrss = 0
+        self.lost = False
+
+    def wait(self, timeout_s: float) -> bool:
+        """True once the child has ended; waits at most *timeout_s*."""
+        if self.status is None:
+            try:
+                got = self._waiter(timeout_s)
+            except ForkServerError:                    # the server died: so did its child
+                _kill_all(self.pid, None)
+                self.lost = True
+                got = (signal.SIGKILL, 0)
+            if got is not None:
+                self.status, self.maxrss = got
+        return self.status is not None
+
+
+def _spawn(spec_path: str, output_fd: int, env: dict[str, str]) -> _Child:
+    proc = subprocess.Popen([sys.executable, "-m", "kernelfoundry.evaluate.sandbox_boot", spec_path],
+                            stdin=subprocess.DEVNULL, stdout=output_fd, stderr=output_fd, env=env,
+                            cwd=os.path.dirname(spec_path), start_new_session=True, close_fds=True)
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        pidfd = None
+
+    def waiter(timeout_s: float):
+        if pidfd is not None:
+            select.select([pidfd], [], [], timeout_s)
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid == 0:
+            if pidfd is None:
+                time.sleep(timeout_s)
+            return None
+        proc.returncode = os.waitstatus_to_exitcode(status)   # keep Popen from reaping again
+        if pidfd is not None:
+            os.close(pidfd)
+        return status, usage.ru_maxrss * 1024
+
+    return _Child(proc.pid, waiter)
+
+
+def _fork(server: ForkServer, spec: dict, output_path: str) -> _Child:
+    pid = server.start_job(spec, output_path)
+
+    def waiter(timeout_s: float):
+        msg = server.read_message(timeout_s)
+        if msg is None:
+            return None
+        return int(msg["status"]), int(msg.get("maxrss_kb", 0)) * 1024
+
+    return _Child(pid, waiter)
+
+
+# ---------------------------------------------------------------- reading results
+def _read_untrusted(path: str, limit: int) -> bytes | None:
+    """Read a regular file the child wrote, without following links; None if absent."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, size = [], 0
+        while size < limit:
+            chunk = os.read(fd, min(1 << 20, limit - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _tail(fd: int, n: int) -> tuple[str, int]:
+    size = os.fstat(fd).st_size
+    os.lseek(fd, max(0, size - n), os.SEEK_SET)
+    data = os.read(fd, n)
+    return data.decode("utf-8", errors="replace"), size
+
+
+def _signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+def _fmt_bytes(n: float) -> str:
+    return f"{n / GiB:g} GB" if n >= GiB else f"{n / MiB:g} MB"
+
+
+def _exit_reason(status: int, limits: SandboxLimits, has_result: bool) -> tuple[str, int | None, int | None]:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig == signal.SIGXCPU:
+            cpu = limits.cpu_s if limits.cpu_s is not None else limits.wall_s
+            return f"used more than {cpu:g} s of CPU time (CPU limit)", None, sig
+        if sig == signal.SIGXFSZ:
+            return f"wrote a file over {_fmt_bytes(limits.file_bytes)} (file size limit)", None, sig
+        if sig == signal.SIGKILL:
+            return "was killed by SIGKILL from outside the sandbox (e.g. the out-of-memory killer)", None, sig
+        return f"crashed with signal {sig} ({_signal_name(sig)})", None, sig
+    code = os.WEXITSTATUS(status)
+    if code != 0:
+        when = "after writing its result" if has_result else "before writing a result"
+        return f"exited with code {code} {when}", code, None
+    return ("" if has_result else "exited with code 0 without writing a result"), 0, None
+
+
+# ---------------------------------------------------------------- the entry point
+def run_sandboxed(module: str, payload: dict[str, Any], limits: SandboxLimits | None = None, *,
+                  mode: str | None = None) -> SandboxOutcome:
+    """Run ``python -m module IN.json OUT.json`` confined; never raises for child misbehaviour.
+
+    *payload* is written to IN.json; OUT.json, if the child wrote valid JSON
+    there, becomes ``outcome.result``.  *mode*: "fork", "spawn" or None (default
+    from :func:`default_mode`); "fork" falls back to "spawn" if no server starts.
+    """
+    limits = limits or SandboxLimits()
+    mode = mode or default_mode()
+    server = _fork_server(module) if mode == "fork" else None
+    isolation = [] if server or mode == "spawn" else [f"fork server unavailable: {_SERVER_FAILURES.get(module)}"]
+    base = tempfile.mkdtemp(prefix="kf-sandbox-")
+    uid = random.randrange(1 << 20, 1 << 30) if os.geteuid() == 0 else None
+    try:
+        os.chmod(base, 0o711)
+        workdir = os.path.join(base, "job")
+        os.mkdir(workdir, 0o700)
+        in_path, out_path = os.path.join(workdir, "IN.json"), os.path.join(workdir, "OUT.json")
+        with open(in_path, "w") as f:
+            json.dump(payload, f)
+        os.chmod(in_path, 0o644)
+        if uid is not None:
+            os.chown(workdir, uid, uid)
+        nproc = limits.max_threads if uid is not None else _count_user_tasks(os.getuid()) + limits.max_threads
+        progress_path = os.path.join(workdir, "progress")
+        spec = {"module": module, "argv": [in_path, out_path], "workdir": workdir, "uid": uid,
+                "rlimits": limits.rlimits(nproc=nproc),
+                "env": {"HOME": workdir, "TMPDIR": workdir, "TRITON_CACHE_DIR": os.path.join(workdir, ".triton"),
+                        "KF_SANDBOX_PROGRESS": progress_path}}
+        output_path = os.path.join(base, "output.log")
+        output_fd = os.open(output_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            start = time.monotonic()
+            child = None
+            if server is not None:
+                try:
+                    spec["parent_pid"] = server.proc.pid
+                    child = _fork(server, spec, output_path)
+                except ForkServerError as exc:
+                    isolation.append(f"fork server failed ({exc}); spawned instead")
+            if child is None:
+                mode = "spawn"
+                spec["parent_pid"] = os.getpid()
+                spec_path = os.path.join(workdir, "spec.json")
+                with open(spec_path, "w") as f:
+                    json.dump(spec, f)
+                child = _spawn(spec_path, output_fd, sandbox_env())
+            else:
+                mode = "fork"
+            killed_by, reason, peak = _watch(child, limits, output_fd, uid, start)
+            wall = time.monotonic() - start
+            _kill_all(child.pid, uid)
+            tail, out_bytes = _tail(output_fd, limits.tail_bytes)
+        finally:
+            os.close(output_fd)
+        raw = _read_untrusted(out_path, limits.file_bytes)
+        result, bad = None, ""
+        if raw is not None:
+            try:
+                result = json.loads(raw)
+                if not isinstance(result, dict):
+                    result, bad = None, "wrote a result that is not a JSON object"
+            except (ValueError, RecursionError) as exc:
+                bad = f"wrote an unreadable result ({str(exc)[:200]})"
+        status = child.status if child.status is not None else (signal.SIGKILL & 0x7F)
+        exit_reason, exit_code, sig = _exit_reason(status, limits, result is not None)
+        if child.lost and not reason:
+            reason = "the fork server died while the job ran"
+        if not reason:
+            reason = bad or exit_reason
+        progress_raw = _read_untrusted(progress_path, 4096)
+        progress = progress_raw.decode("utf-8", "replace").strip().splitlines()[-1:] if progress_raw else []
+        notes_raw = _read_untrusted(os.path.join(workdir, "isolation.json"), 4096)
+        try:
+            isolation += [str(n) for n in json.loads(notes_raw)] if notes_raw else ["child never confined itself"]
+        except ValueError:
+            isolation.append("isolation notes unreadable")
+        ok = not reason and result is not None and exit_code == 0
+        return SandboxOutcome(ok=ok, result=result, reason=reason,
+                              exit_code=exit_code, signal=sig, killed_by=killed_by, output_tail=tail,
+                              output_bytes=out_bytes, wall_s=round(wall, 3),
+                              peak_rss_bytes=max(peak, child.maxrss),
+                              progress=progress[0] if progress else None, mode=mode, isolation=isolation)
+    finally:
+        if uid is not None:
+            _remove_files_of(uid)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _watch(child: _Child, limits: SandboxLimits, output_fd: int, uid: int | None,
+           start: float) -> tuple[str | None, str, int]:
+    """Poll until the child ends; SIGKILL its session on the first limit it breaks."""
+    killed_by, reason, peak = None, "", 0
+    next_scan = start
+    while not child.wait(limits.poll_s):
+        now = time.monotonic()
+        rss, threads, _ = _status_numbers(child.pid)
+        if now >= next_scan:                           # other processes of the session, if any
+            next_scan = now + 0.25
+            for pid in _sandbox_pids(child.pid, uid):
+                if pid != child.pid:
+                    extra_rss, extra_threads, _ = _status_numbers(pid)
+                    rss, threads = rss + extra_rss, threads + extra_threads
+        peak = max(peak, rss)
+        if killed_by:
+            _kill_all(child.pid, uid)
+            continue
+        out_size = os.fstat(output_fd).st_size
+        if now - start > limits.wall_s:
+            killed_by, reason = "wall", f"timed out after {limits.wall_s:g} s"
+        elif rss > limits.rss_bytes:
+            killed_by, reason = "memory", f"killed: memory over {_fmt_bytes(limits.rss_bytes)}"
+        elif out_size > limits.output_bytes:
+            killed_by, reason = "output", f"killed: printed more than {_fmt_bytes(limits.output_bytes)} of output"
+        elif threads > limits.max_threads:
+            killed_by, reason = "threads", f"killed: more than {limits.max_threads} threads/processes"
+        if killed_by:
+            _kill_all(child.pid, uid)
+    return killed_by, reason, peak
+
+
+def _remove_files_of(uid: int) -> None:
+    """Delete what the sandbox uid left in world-writable directories."""
+    for top in _WORLD_WRITABLE_DIRS:
+        try:
+            entries = list(os.scandir(top))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                pass
+
+
+def with_limits(limits: SandboxLimits | None, **changes: Any) -> SandboxLimits:
+    """*limits* (or the defaults) with some fields replaced."""
+    return replace(limits or SandboxLimits(), **changes)

@@ -1,0 +1,220 @@
+"""The sandbox: every misbehaving child ends in a record, the machine stays clean."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import uuid
+
+import pytest
+
+from kernelfoundry.evaluate.sandbox import (SandboxLimits, _sandbox_pids, run_sandboxed,
+                                            shutdown_fork_servers)
+
+# A job module run inside the sandbox: behaviour picked by payload["do"].
+PROBE = r'''
+import json, os, sys, time
+
+
+def main():
+    inp, out = sys.argv[1:3]
+    p = json.load(open(inp))
+    do = p["do"]
+    print("pid", os.getpid(), flush=True)
+    if do == "ok":
+        import torch
+        print("hello from the child")
+        progress = os.environ["KF_SANDBOX_PROGRESS"]
+        open(progress, "w").write("load\ncorrectness\n")
+        json.dump({"echo": p["value"], "uid": os.getuid(), "threads": torch.get_num_threads(),
+                   "interpret": os.environ.get("TRITON_INTERPRET"), "cwd": os.getcwd(),
+                   "proxy": os.environ.get("http_proxy") or os.environ.get("HTTPS_PROXY")}, open(out, "w"))
+    elif do == "sleep":
+        time.sleep(1000)
+    elif do == "spin":
+        while True:
+            pass
+    elif do == "memory":
+        import torch
+        keep = []
+        while True:
+            keep.append(torch.ones(25_000_000))
+    elif do == "print":
+        while True:
+            print("x" * 10000)
+    elif do == "exit":
+        sys.exit(3)
+    elif do == "os_exit":
+        os._exit(0)
+    elif do == "segfault":
+        import ctypes
+        ctypes.string_at(0)
+    elif do == "garbage":
+        open(out, "w").write("{not json")
+    elif do == "escape":
+        res = {}
+        try:
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(1000)
+            res["fork"] = "forked"
+        except OSError as exc:
+            res["fork"] = f"refused: {exc}"
+        import threading
+        n = 0
+        try:
+            for _ in range(5000):
+                threading.Thread(target=time.sleep, args=(3,), daemon=True).start()
+                n += 1
+        except RuntimeError:
+            pass
+        res["threads"] = n
+        import socket
+        try:
+            socket.socket()
+            res["socket"] = "opened"
+        except OSError as exc:
+            res["socket"] = f"refused: {exc}"
+        try:
+            import subprocess
+            subprocess.run(["true"])
+            res["exec"] = "ran"
+        except OSError as exc:
+            res["exec"] = f"refused: {exc}"
+        for name, path in p["paths"].items():
+            try:
+                with open(path, "w") as f:
+                    f.write("pwned")
+                res[name] = "written"
+            except OSError as exc:
+                res[name] = f"refused: {exc}"
+        try:
+            os.kill(1, 0)
+            res["kill"] = "sent"
+        except OSError as exc:
+            res["kill"] = f"refused: {exc}"
+        json.dump(res, open(out, "w"))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    """Write the probe module where the child can import it; stop its fork server afterwards."""
+    directory = tmp_path_factory.mktemp("probe")
+    os.chmod(directory, 0o755)
+    os.chmod(directory.parent, 0o755)
+    name = f"kf_probe_{uuid.uuid4().hex[:8]}"
+    (directory / f"{name}.py").write_text(PROBE)
+    os.chmod(directory / f"{name}.py", 0o644)
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(directory), old) if p)
+    yield name
+    shutdown_fork_servers()
+    if old is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = old
+
+
+FAST = SandboxLimits(wall_s=20.0, rss_bytes=1 << 30)
+
+
+def child_pid(outcome) -> int:
+    return int(re.search(r"pid (\d+)", outcome.output_tail).group(1))
+
+
+def assert_gone(outcome) -> None:
+    pid = child_pid(outcome)
+    assert not os.path.exists(f"/proc/{pid}") or _sandbox_pids(pid, None) == []
+
+
+@pytest.mark.parametrize("mode", ["fork", "spawn"])
+def test_ok_job_returns_result_output_and_progress(probe, mode):
+    out = run_sandboxed(probe, {"do": "ok", "value": [1, "two"]}, FAST, mode=mode)
+    assert out.ok and out.reason == "" and out.exit_code == 0, out
+    assert out.result["echo"] == [1, "two"]
+    assert out.result["threads"] == 1 and out.result["interpret"] == "1" and out.result["proxy"] is None
+    assert out.result["cwd"].endswith("/job")
+    assert "hello from the child" in out.output_tail
+    assert out.progress == "correctness"
+    assert out.mode == mode
+    assert "rlimits" in out.isolation
+    if os.geteuid() == 0:
+        assert out.result["uid"] != 0 and any(n.startswith("uid ") for n in out.isolation)
+    assert not os.path.exists(out.result["cwd"]), "temp dir must be removed"
+
+
+def test_timeout_kills_and_reports(probe):
+    start = time.monotonic()
+    out = run_sandboxed(probe, {"do": "sleep"}, SandboxLimits(wall_s=1.0))
+    assert time.monotonic() - start < 4
+    assert not out.ok and out.killed_by == "wall" and out.reason == "timed out after 1 s"
+    assert out.signal == 9
+    assert_gone(out)
+
+
+def test_cpu_limit(probe):
+    out = run_sandboxed(probe, {"do": "spin"}, SandboxLimits(wall_s=30.0, cpu_s=1.0))
+    assert not out.ok
+    assert "CPU" in out.reason, out.reason
+    assert out.wall_s < 10
+
+
+def test_memory_bomb_is_killed(probe):
+    out = run_sandboxed(probe, {"do": "memory"}, SandboxLimits(wall_s=30.0, rss_bytes=512 << 20))
+    assert not out.ok and out.killed_by == "memory", out
+    assert out.reason == "killed: memory over 512 MB"
+    assert out.peak_rss_bytes > 400 << 20
+
+
+def test_huge_output_is_capped(probe):
+    limits = SandboxLimits(wall_s=30.0, output_bytes=1 << 20, tail_bytes=4096)
+    out = run_sandboxed(probe, {"do": "print"}, limits)
+    assert not out.ok and out.killed_by == "output"
+    assert out.reason == "killed: printed more than 1 MB of output"
+    assert len(out.output_tail) <= 4096
+
+
+@pytest.mark.parametrize("do,reason", [
+    ("exit", "exited with code 3 before writing a result"),
+    ("os_exit", "exited with code 0 without writing a result"),
+    ("segfault", "crashed with signal 11 (SIGSEGV)"),
+    ("garbage", "wrote an unreadable result"),
+])
+def test_crashes_become_reasons(probe, do, reason):
+    out = run_sandboxed(probe, {"do": do}, FAST)
+    assert not out.ok and out.result is None
+    assert out.reason.startswith(reason), out.reason
+
+
+def test_escapes_are_refused_and_nothing_is_left(probe, tmp_path):
+    marker = f"/tmp/kf_sandbox_escape_{uuid.uuid4().hex}"
+    paths = {"tmp": marker, "repo": os.path.join(os.path.dirname(__file__), "PWNED")}
+    out = run_sandboxed(probe, {"do": "escape", "paths": paths}, FAST)
+    assert out.ok, out
+    res = out.result
+    if "seccomp" in out.isolation:
+        assert res["fork"].startswith("refused") and res["exec"].startswith("refused")
+        assert res["socket"].startswith("refused") and res["kill"].startswith("refused")
+    assert res["threads"] < FAST.max_threads
+    if os.geteuid() == 0:                    # the child runs as a throwaway uid: no writes in the repo
+        assert res["repo"].startswith("refused")
+        assert not os.path.exists(paths["repo"])
+    elif os.path.exists(paths["repo"]):      # without root only the static gate guards the user's files
+        os.unlink(paths["repo"])
+    assert not os.path.exists(marker), "files the sandbox left in /tmp must be removed"
+    assert_gone(out)
+
+
+def test_fork_server_is_reused_and_fast(probe):
+    run_sandboxed(probe, {"do": "ok", "value": 0}, FAST, mode="fork")
+    start = time.monotonic()
+    for i in range(5):
+        out = run_sandboxed(probe, {"do": "ok", "value": i}, FAST, mode="fork")
+        assert out.ok and out.result["echo"] == i and out.mode == "fork"
+    assert (time.monotonic() - start) / 5 < 0.5
