@@ -1,0 +1,208 @@
+"""The static hack gate: legitimate kernels pass, each cheat or escape is refused with a reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelfoundry.evaluate.hack import find_violations, hack_gate
+
+REPO = Path(__file__).resolve().parents[2]
+
+HEADER = '''import math
+import torch
+import triton
+import triton.language as tl
+
+PARAMS = {"BLOCK": [128, 256], "num_warps": [4], "num_stages": [1]}
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+'''
+
+GOOD_LAUNCH = '''
+def launch(x, *, BLOCK, num_warps, num_stages):
+    y = torch.empty_like(x)
+    n = x.numel()
+    copy_kernel[(triton.cdiv(n, BLOCK),)](x, y, n, BLOCK=BLOCK, num_warps=num_warps, num_stages=num_stages)
+    return y
+'''
+
+
+def rules(source: str) -> set[str]:
+    return {v.rule for v in find_violations(source)}
+
+
+def test_seed_kernels_pass():
+    seeds = sorted((REPO / "experiments" / "tasks" / "kernels").glob("*.py"))
+    assert seeds, "no seed kernels found"
+    for path in seeds:
+        gate = hack_gate(path.read_text())
+        assert gate.passed, f"{path.name}: {gate.reason}"
+
+
+LEGIT_EXTRAS = {
+    "grid lambda, views, asserts, metadata": '''
+def launch(x, *, BLOCK, num_warps, num_stages):
+    assert x.is_contiguous() and x.dim() == 2, "x must be a contiguous matrix"
+    x = x.contiguous().view(-1)
+    n = x.numel() if x.shape[0] > 0 else 0
+    y = x.new_empty(x.shape)
+    grid = lambda meta: (triton.cdiv(n, meta["BLOCK"]),)
+    copy_kernel[grid](x, y, n, BLOCK=BLOCK, num_warps=num_warps, num_stages=num_stages)
+    return y.view(x.shape)
+''',
+    "helper that allocates and a local dict": '''
+def _alloc(t):
+    return torch.empty(t.shape, device=t.device, dtype=torch.float32)
+
+
+def launch(x, *, BLOCK, num_warps, num_stages):
+    y = _alloc(x)
+    sizes = {}
+    sizes["n"] = x.numel()
+    block = max(BLOCK, triton.next_power_of_2(min(sizes["n"], 1024)))
+    copy_kernel[(triton.cdiv(sizes["n"], block),)](x, y, sizes["n"], BLOCK=block)
+    return y
+''',
+    "module constants and libdevice": '''
+from triton.language.extra import libdevice
+EPS: tl.constexpr = tl.constexpr(1e-6)
+OUT_DTYPE = torch.float32
+SIZES = (1, 2, 4)
+
+
+@triton.jit
+def tanh_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, libdevice.tanh(tl.load(x_ptr + offs) + EPS), mask=offs < n)
+''' + GOOD_LAUNCH,
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEGIT_EXTRAS))
+def test_legitimate_variants_pass(name):
+    source = HEADER + LEGIT_EXTRAS[name]
+    assert find_violations(source) == [], name
+
+
+# (description, code appended to HEADER, expected rule, substring of the reason)
+HOSTILE = [
+    ("import os", "import os\n" + GOOD_LAUNCH, "import", "import os"),
+    ("from subprocess", "from subprocess import run\n" + GOOD_LAUNCH, "import", "subprocess"),
+    ("import ctypes in launch", GOOD_LAUNCH.replace("    y = ", "    import ctypes\n    y = "), "import", "ctypes"),
+    ("torch submodule", "import torch.nn.functional as F\n" + GOOD_LAUNCH, "import", "torch.nn.functional"),
+    ("star import", "from math import *\n" + GOOD_LAUNCH, "import", "import *"),
+    ("relative import", "from . import child\n" + GOOD_LAUNCH, "import", "relative"),
+    ("eval", GOOD_LAUNCH.replace("return y", "return eval('y')"), "builtin", "`eval`"),
+    ("exec", GOOD_LAUNCH + "\nexec('import os')\n", "builtin", "`exec`"),
+    ("open file", GOOD_LAUNCH.replace("return y", "open('/tmp/x', 'w').write('1')\n    return y"), "builtin", "`open`"),
+    ("getattr on module", GOOD_LAUNCH.replace("return y", "getattr(torch, 'soft' + 'max')(x, -1)\n    return y"),
+     "builtin", "`getattr`"),
+    ("__import__", GOOD_LAUNCH.replace("return y", "__import__('os').system('id')\n    return y"), "builtin", "__import__"),
+    ("dunder class walk", GOOD_LAUNCH.replace("return y", "k = ().__class__.__bases__[0].__subclasses__()\n    return y"),
+     "dunder", "__class__"),
+    ("globals via function", GOOD_LAUNCH.replace("return y", "g = launch.__globals__\n    return y"), "dunder", "__globals__"),
+    ("frame walk", GOOD_LAUNCH.replace("return y", "f = (lambda: 0).gi_frame\n    return y"), "attribute", "gi_frame"),
+    ("torch softmax in launch", GOOD_LAUNCH.replace("return y", "return torch.softmax(x, -1)"), "module-member",
+     "torch.softmax"),
+    ("tensor method math", GOOD_LAUNCH.replace("return y", "return x.exp() / x.exp().sum(-1, keepdim=True)"),
+     "host-compute", "computes with torch"),
+    ("tensor operator", GOOD_LAUNCH.replace("return y", "return y * 1.0 + 0"), "host-compute", "tensor arithmetic"),
+    ("in-place copy", GOOD_LAUNCH.replace("return y", "y.copy_(x)\n    return y"), "host-compute", "y.copy_"),
+    ("slice write", GOOD_LAUNCH.replace("return y", "y[:] = x\n    return y"), "host-compute", "item assignment"),
+    ("helper computing", "def _fallback(t):\n    return t.softmax(-1)\n" + GOOD_LAUNCH.replace(
+        "return y", "return _fallback(x)"), "host-compute", "_fallback"),
+    ("builtin sum over tensor", GOOD_LAUNCH.replace("return y", "s = sum(x)\n    return y"), "host-compute", "receives tensor"),
+    ("math on tensor", GOOD_LAUNCH.replace("return y", "s = math.fsum(x)\n    return y"), "host-compute", "receives tensor"),
+    ("compare tensors", GOOD_LAUNCH.replace("return y", "ok = x == y\n    return y"), "host-compute", "compares"),
+    ("truth of tensor", GOOD_LAUNCH.replace("return y", "if y:\n        pass\n    return y"), "host-compute", "truth"),
+    ("data attribute", GOOD_LAUNCH.replace("return y", "return y.data"), "host-compute", "y.data"),
+    ("numpy copy", GOOD_LAUNCH.replace("return y", "a = x.numpy()\n    return y"), "attribute", ".numpy"),
+    ("monkeypatch allclose", "torch.allclose = lambda *a, **k: True\n" + GOOD_LAUNCH, "monkeypatch", "torch.allclose"),
+    ("monkeypatch in launch", GOOD_LAUNCH.replace("return y", "torch.testing.assert_close = print\n    return y"),
+     "monkeypatch", "assert_close"),
+    ("function attribute cache", GOOD_LAUNCH.replace("return y", "launch.last = y\n    return y"), "monkeypatch", "launch.last"),
+    ("module-level cache dict", "_CACHE = {}\n" + GOOD_LAUNCH, "state", "_CACHE"),
+    ("module-level tensor", "BUF = torch.empty(10)\n" + GOOD_LAUNCH, "state", "BUF"),
+    ("mutable default", GOOD_LAUNCH.replace("num_stages):", "num_stages, _memo={}):"), "state", "default argument"),
+    ("global statement", "LAST = None\n" + GOOD_LAUNCH.replace("    y = ", "    global LAST\n    y = "), "state", "global"),
+    ("lru_cache", "import functools\n" + GOOD_LAUNCH.replace("def launch", "@functools.lru_cache\ndef launch"),
+     "decorator", "lru_cache"),
+    ("autotune", GOOD_LAUNCH.replace("def launch", "@triton.autotune(configs=[], key=[])\ndef launch"),
+     "module-member", "autotune"),
+    ("try fallback", GOOD_LAUNCH.replace("    return y", "    try:\n        return y\n    except Exception:\n"
+                                        "        return torch.empty_like(x)"), "try", "try/except"),
+    ("while True", GOOD_LAUNCH.replace("    return y", "    while True:\n        pass\n    return y"), "loop", "while True"),
+    ("reference name", GOOD_LAUNCH.replace("return y", "return reference(x)"), "reference", "reference"),
+    ("verifier string", GOOD_LAUNCH + "\nNAME = 'kernelfoundry.evaluate.child'\n", "reference", "verifier"),
+    ("module alias", "T = torch\n" + GOOD_LAUNCH, "module-alias", "may only be used"),
+    ("class definition", "class Cache:\n    pass\n" + GOOD_LAUNCH, "statement", "class"),
+    ("module-level call", GOOD_LAUNCH + "\nprint('hello')\n", "statement", "module-level"),
+    ("generator frame", GOOD_LAUNCH.replace("return y", "g = (i for i in range(3))\n    return y") +
+     "\ndef gen():\n    yield 1\n", "statement", "generators"),
+    ("torch inside kernel", "@triton.jit\ndef k2(x_ptr):\n    torch.manual_seed(0)\n" + GOOD_LAUNCH, "kernel", "triton.jit"),
+    ("kernel calls host helper", "def helper(v):\n    return v\n\n@triton.jit\ndef k2(x_ptr):\n    helper(x_ptr)\n"
+     + GOOD_LAUNCH, "kernel", "host function"),
+    ("interpreter internals in kernel", "@triton.jit\ndef k2(x_ptr):\n    x_ptr.handle.data.tofile('/tmp/x')\n"
+     + GOOD_LAUNCH, "attribute", ".handle"),
+    ("PARAMS used as cache", GOOD_LAUNCH.replace("return y", "PARAMS.setdefault('out', y)\n    return y"), "params", "PARAMS"),
+    ("with block", GOOD_LAUNCH.replace("    y = ", "    with torch.no_grad():\n        pass\n    y = "), "statement", "with"),
+    ("format string escape", GOOD_LAUNCH.replace("return y", "s = '{0.__class__}'.format(n)\n    return y"), "dunder", "format fields"),
+]
+
+
+@pytest.mark.parametrize("desc,code,rule,text", HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_sources_are_refused(desc, code, rule, text):
+    source = HEADER + code
+    gate = hack_gate(source)
+    assert not gate.passed, desc
+    found = {v["rule"] for v in gate.details["violations"]}
+    assert rule in found, (desc, gate.reason)
+    messages = " ".join(v["message"] for v in gate.details["violations"])
+    assert text.lower() in messages.lower(), (desc, messages)
+
+
+def test_reason_names_line_and_is_bounded():
+    source = HEADER + "import os\nimport sys\nimport socket\nimport pickle\nimport gc\nimport time\nimport io\n" + GOOD_LAUNCH
+    gate = hack_gate(source)
+    assert "line 15" in gate.reason and "import os" in gate.reason
+    assert "more)" in gate.reason
+    assert len(gate.details["violations"]) == 7
+
+
+def test_syntax_error_raises_for_the_pipeline():
+    with pytest.raises(SyntaxError):
+        find_violations("def launch(:\n")
+
+
+def test_huge_or_deep_sources_are_refused_not_crashing():
+    assert rules("x = 1\n" * 60000) == {"size"}
+    deep = HEADER + "\nVALUE = " + "(" * 90 + "1" + ")" * 90 + "\n" + GOOD_LAUNCH
+    assert isinstance(find_violations(deep), list)
+
+
+MORE_HOSTILE = [
+    ("torch.Tensor method", GOOD_LAUNCH.replace("return y", "return torch.Tensor.softmax(x, -1)"), "module-member"),
+    ("sum over list of rows", GOOD_LAUNCH.replace("return y", "rows = list(x)\n    s = sum(rows)\n    return y"),
+     "host-compute"),
+    ("typing evaluates strings", "import typing\n" + GOOD_LAUNCH.replace(
+        "return y", "typing.get_type_hints(launch)\n    return y"), "module-member"),
+    ("torch ops namespace", GOOD_LAUNCH.replace("return y", "return torch.ops.aten.relu(x)"), "module-member"),
+    ("accumulate over rows", GOOD_LAUNCH.replace("return y", "t = 0\n    for r in x:\n        t = t + r\n    return y"),
+     "host-compute"),
+    ("partial binds tensor", "import functools\n" + GOOD_LAUNCH.replace(
+        "return y", "f = functools.partial(torch.empty_like, x)\n    g = functools.reduce(max, [x, y])\n    return y"),
+     "host-compute"),
+    ("nested cache decorator", "import functools\n" + GOOD_LAUNCH.replace(
+        "    y = ", "    @functools.cache\n    def inner():\n        return 1\n    y = "), "decorator"),
+]
+
+
+@pytest.mark.parametrize("desc,code,rule", MORE_HOSTILE, ids=[h[0] for h in MORE_HOSTILE])
+def test_obfuscated_computation_is_refused(desc, code, rule):
+    assert rule in rules(HEADER + code), desc
