@@ -124,6 +124,7 @@ class SoftmaxPasses:
     x: str
     m: str
     s: str
+    inline_sums: list[ast.Call]   # later ``tl.sum(S)`` calls that become ``s``
 
 
 def _last_assign_before(body: list[ast.stmt], name: str, end: int) -> int | None:
@@ -181,12 +182,19 @@ def _match_at(fn: ast.FunctionDef, body: list[ast.stmt], i: int) -> SoftmaxPasse
         return None
     acc_sum, f = su
     end = j + 1
+    inline: list[ast.Call] = []
     if _exp_shift(f, x, m):                     # vector running sum, reduced after the loop
         red = _assign(body[end]) if end < len(body) else None
-        if not red or not same(_reduced(red[1], "sum"), ast.Name(id=acc_sum, ctx=ast.Load())):
-            return None
-        s, vector_sum = red[0], True
-        end += 1
+        acc_ref = ast.Name(id=acc_sum, ctx=ast.Load())
+        if red and same(_reduced(red[1], "sum"), acc_ref):
+            s, vector_sum = red[0], True
+            end += 1
+        else:                                   # reduced inside later expressions
+            inline = [n for st in body[end:] for n in ast.walk(st)
+                      if isinstance(n, ast.Call) and same(_reduced(n, "sum"), acc_ref)]
+            if not inline:
+                return None
+            s, vector_sum = fresh_name(all_names(fn), f"{acc_sum}_total"), True
     elif _reduced(f, "sum") is not None and _exp_shift(_reduced(f, "sum"), x, m):
         s, vector_sum = acc_sum, False
     else:
@@ -206,13 +214,24 @@ def _match_at(fn: ast.FunctionDef, body: list[ast.stmt], i: int) -> SoftmaxPasse
     if any(_loads(prelude, name) for name in {acc_max, acc_sum, m, s}):
         return None
     red_max = [body[k - 1]] if vector_max else []
-    red_sum = [body[end - 1]] if vector_sum else []
+    red_sum = [body[end - 1]] if vector_sum and not inline else inline
     if vector_max and _loads([fn], acc_max) != _loads([loop1.body[-1]] + red_max, acc_max):
         return None
     if vector_sum and _loads([fn], acc_sum) != _loads([loop2.body[-1]] + red_sum, acc_sum):
         return None
-    remove = {init_max, init_sum, j} | ({k - 1} if vector_max else set()) | ({end - 1} if vector_sum else set())
-    return SoftmaxPasses(body, i, j, tuple(sorted(remove)), x, m, s)
+    remove = {init_max, init_sum, j} | ({k - 1} if vector_max else set()) \
+        | ({end - 1} if vector_sum and not inline else set())
+    return SoftmaxPasses(body, i, j, tuple(sorted(remove)), x, m, s, inline)
+
+
+class _ReplaceNodes(ast.NodeTransformer):
+    def __init__(self, ids: set[int], name: str):
+        self.ids, self.name = ids, name
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        if id(node) in self.ids:
+            return ast.copy_location(ast.Name(id=self.name, ctx=ast.Load()), node)
+        return self.generic_visit(node)
 
 
 def online_softmax(ctx: OpContext) -> Edit:
@@ -242,6 +261,8 @@ def online_softmax(ctx: OpContext) -> Edit:
             elif t not in found.remove:
                 new_body.append(stmt)
         body[:] = new_body
+        if found.inline_sums:
+            _ReplaceNodes({id(c) for c in found.inline_sums}, found.s).visit(fn)
         return Edit(tree, f"{name}: fused max and sum passes into one online-softmax pass "
                           f"(running max {found.m}, rescaled sum {found.s})")
     raise Skip("no softmax-style max pass followed by an exp-sum pass over the same blocks")

@@ -123,6 +123,46 @@ def find_2d_order(fn: ast.FunctionDef) -> TileOrder | None:
     return TileOrder(fn.name, found[0][1], found[1][1], (found[0][0], found[1][0]), None, None, fn.body)
 
 
+class _NameExpressions(ast.NodeTransformer):
+    def __init__(self, names: dict[str, str]):
+        self.names = names   # ast.dump of an expression -> name
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        name = self.names.get(ast.dump(node))
+        if name is not None:
+            return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+        return self.generic_visit(node)
+
+
+def name_inline_order(fn: ast.FunctionDef, taken: set[str]) -> bool:
+    """Turn inline ``(pid // n) * BM`` / ``(pid % n) * BN`` into named ``pid_m`` / ``pid_n``
+    bound just before their first use; True when it did."""
+    counts = _store_counts(fn)
+    params = set(arg_names(fn))
+    for body in statement_lists(fn):
+        defined = set(params)
+        for idx, stmt in enumerate(body):
+            for node in ast.walk(stmt):
+                if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv)
+                        and _is_linear_pid(node.left, fn, counts)):
+                    continue
+                pid, div = node.left, node.right
+                reads = {n.id for n in ast.walk(div) if isinstance(n, ast.Name)} | \
+                    ({pid.id} if isinstance(pid, ast.Name) else set())
+                if not reads <= defined or any(counts.get(r, 0) > 1 for r in reads):
+                    continue
+                mod = ast.BinOp(left=pid, op=ast.Mod(), right=div)
+                if not any(isinstance(n, ast.BinOp) and same(n, mod) for n in ast.walk(fn)):
+                    continue
+                outer, inner = fresh_name(taken, "pid_m"), fresh_name(taken, "pid_n")
+                _NameExpressions({ast.dump(node): outer, ast.dump(mod): inner}).visit(fn)
+                body[idx:idx] = template("OUTER = PID // DIV\nINNER = PID % DIV\n",
+                                         OUTER=outer, INNER=inner, PID=pid, DIV=div)
+                return True
+            defined |= stored_names(stmt)
+    return False
+
+
 def _derived(fn: ast.FunctionDef, root: str) -> set[str]:
     """Names computed (transitively) from *root* in *fn*."""
     names = {root}
@@ -208,6 +248,10 @@ def grouped_order(ctx: OpContext) -> Edit:
     """Rewrite a row-major tile mapping into grouped ordering with a new GROUP_M parameter."""
     tree = ctx.module.clone()
     kernels = launched_kernels(tree)
+    taken = all_names(tree)
+    for fn in kernels.values():
+        if not (find_linear_order(fn) or find_2d_order(fn)):
+            name_inline_order(fn, taken)
     found = [(name, find_linear_order(fn) or find_2d_order(fn)) for name, fn in kernels.items()]
     found = [(name, order) for name, order in found if order is not None]
     if not found:
@@ -216,7 +260,6 @@ def grouped_order(ctx: OpContext) -> Edit:
     fn = kernels[name]
     if any("GROUP" in a.upper() for a in arg_names(fn)):
         raise Skip(f"kernel {name} already takes a GROUP parameter")
-    taken = all_names(tree)
     calls = launch_calls_in_launch(tree, name)
     group = fresh_name(taken, f"GROUP_{order.outer.split('_')[-1].upper() if '_' in order.outer else 'M'}")
     first = min(order.stmt_indices)
