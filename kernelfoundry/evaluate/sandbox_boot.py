@@ -118,6 +118,7 @@ def enter_sandbox(spec: dict) -> list[str]:
 def run_job(spec: dict) -> None:
     """Run the job module as ``__main__`` (exceptions and SystemExit propagate)."""
     sys.argv = [spec["module"], *spec["argv"]]
+    sys.modules.pop(spec["module"], None)     # preloaded by the fork server: run it afresh as __main__
     runpy.run_module(spec["module"], run_name="__main__", alter_sys=True)
 
 

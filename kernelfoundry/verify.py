@@ -1,0 +1,155 @@
+"""``python -m kernelfoundry.verify TASK.yaml KERNEL.py``: run every verifier gate on one kernel file.
+
+Prints each gate's verdict, the archive descriptors, the objective and, per
+hardware, the predicted latency, fraction of speed-of-light and best template
+parameters.  ``--json`` prints one JSON object instead.  Exit status: 0 when
+every gate passes, 1 when a gate fails, 2 on bad usage (missing file, bad
+task, unknown hardware), 3 on an internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from .errors import UserError
+from .evaluate.records import VerifyResult
+
+EPILOG = """\
+gates, in order (the first failure stops the run):
+  hack         static checks of the source (imports, reflection, torch math in launch, caches, ...)
+  load         the module imports in the sandbox; PARAMS and launch match the task
+  correctness  every check shape x value profile; fresh NaN-poisoned outputs; bounds; determinism
+  trace        sampled programs at the target shapes in the instrumented interpreter
+  model        the performance model scores each hardware and picks the best parameters
+  sandbox      the sandboxed process was killed or crashed at an unknown stage
+
+examples:
+  python -m kernelfoundry.verify experiments/tasks/softmax.yaml experiments/tasks/kernels/softmax_naive.py
+  python -m kernelfoundry.verify experiments/tasks/matmul.yaml my_matmul.py --hardware h100 --json
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m kernelfoundry.verify", epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Verify one Triton kernel file against a task: static hack checks, then load, "
+                    "correctness and trace in a sandboxed subprocess, then the performance model. "
+                    "The kernel format is described in docs/candidate_format.md.")
+    p.add_argument("task", metavar="TASK.yaml", help="task file (see docs/task_format.md)")
+    p.add_argument("kernel", metavar="KERNEL.py", help="candidate kernel module (PARAMS, @triton.jit kernels, launch)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.add_argument("--hardware", metavar="NAMES",
+                   help="comma-separated hardware names, e.g. h100,ascend910b2 (default: the task's list)")
+    p.add_argument("--seed", type=int, default=0, help="seed for inputs and config sampling (default 0)")
+    p.add_argument("--timeout", type=float, default=120.0, metavar="S",
+                   help="wall-clock limit in seconds for the sandboxed checks (default 120)")
+    p.add_argument("--max-kernel-configs", type=int, default=8, metavar="N",
+                   help="kernel configs (non-hint PARAMS combinations) checked and traced (default 8)")
+    p.add_argument("--traces", action="store_true", help="with --json, include the raw traces")
+    p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    return p
+
+
+def _ms(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    return f"{seconds * 1e3:.4g} ms" if seconds >= 1e-4 else f"{seconds * 1e6:.4g} us"
+
+
+def format_text(result: VerifyResult, *, task_name: str, kernel: str) -> str:
+    """The human-readable report."""
+    lines = [f"kernel {kernel} on task {task_name}"]
+    for gate in result.gates:
+        verdict = "pass" if gate.passed else "FAIL"
+        lines.append(f"  {gate.name:<12} {verdict}  {gate.seconds:6.2f} s")
+        if not gate.passed and gate.reason:
+            lines.append(f"      {gate.reason}")
+    if result.descriptors:
+        from .evaluate.descriptors import BIN_LABELS, DESCRIPTOR_BINS, DESCRIPTOR_NAMES, DESCRIPTOR_RANGES
+        parts = []
+        for name, bins, (lo, hi) in zip(DESCRIPTOR_NAMES, DESCRIPTOR_BINS, DESCRIPTOR_RANGES):
+            value = result.descriptors.get(name)
+            if value is None:
+                continue
+            index = min(bins - 1, max(0, int((value - lo) / (hi - lo) * bins)))
+            parts.append(f"{name} = {value:.3g} ({BIN_LABELS[name][index]})")
+        lines.append("descriptors: " + "; ".join(parts))
+    if result.objective is not None:
+        lines.append(f"objective: {result.objective:.4g} (speedup over the eager PyTorch estimate)")
+    for name, score in result.hardware.items():
+        params = ", ".join(f"{k}={v}" for k, v in score.best_params.items())
+        lines.append(f"  {name:<14} latency {_ms(score.latency_s):>10}   speed-of-light "
+                     f"{100 * score.sol_fraction:5.1f}%   best {params}")
+    status = "PASSED" if result.passed else f"FAILED at gate '{result.gate}'"
+    lines.append(f"{status} in {result.seconds:.2f} s")
+    return "\n".join(lines)
+
+
+def to_json(result: VerifyResult, *, task_name: str, kernel: str, with_traces: bool) -> dict[str, Any]:
+    out = result.to_dict(with_traces=with_traces)
+    out["task"], out["kernel"] = task_name, kernel
+    return out
+
+
+def read_kernel(path: str) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"kernel file {p} does not exist (or is not a file); give the path of a .py candidate.")
+    try:
+        return p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"kernel file {p} cannot be read as UTF-8 text: {exc}.") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from .evaluate.pipeline import default_limits, verify
+    from .task import load_task
+    if not args.timeout > 0:
+        raise UserError(f"--timeout must be a positive number of seconds; got {args.timeout}.")
+    if args.max_kernel_configs < 1:
+        raise UserError(f"--max-kernel-configs must be at least 1; got {args.max_kernel_configs}.")
+    task = load_task(args.task)
+    source = read_kernel(args.kernel)
+    hardware = None
+    if args.hardware is not None:
+        hardware = [h.strip() for h in args.hardware.split(",") if h.strip()]
+        if not hardware:
+            raise UserError("--hardware is empty; give names such as h100,ascend910b2.")
+    result = verify(task, source, hardware, seed=args.seed, limits=default_limits(task, args.timeout),
+                    max_kernel_configs=args.max_kernel_configs)
+    if args.json:
+        print(json.dumps(to_json(result, task_name=task.name, kernel=args.kernel, with_traces=args.traces)))
+    else:
+        print(format_text(result, task_name=task.name, kernel=args.kernel))
+    return 0 if result.passed else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        if args.debug:
+            traceback.print_exc()
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - a bug in the verifier, not the user's fault
+        print(f"internal error: {type(exc).__name__}: {exc}" +
+              ("" if args.debug else " (run with --debug for the traceback)"), file=sys.stderr)
+        if args.debug:
+            traceback.print_exc()
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
