@@ -1,0 +1,110 @@
+"""Inputs for the checks: seeded random values by profile (correctness), untouched buffers (trace).
+
+Float inputs follow a value profile (:data:`PROFILES`); integer inputs draw
+uniformly from ``[low, high)`` and bool inputs are fair coin flips, whatever the
+profile.  Every :meth:`InputFactory.make` call draws fresh values from a generator
+seeded with ``(seed, call counter)``, so runs are reproducible yet no two calls
+see the same data.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..task import DTYPE_BYTES, Task
+
+TORCH_DTYPES = {
+    "float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
+    "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32, "int16": torch.int16,
+    "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool,
+}
+
+#: Value profiles for float inputs, in the order the correctness gate runs them.
+PROFILES = ("normal", "uniform", "tiny", "large", "near_one", "sparse")
+PROFILE_DOC = {
+    "normal": "standard normal",
+    "uniform": "uniform in [-1, 1)",
+    "tiny": "standard normal x 1e-6",
+    "large": "standard normal x 1e3",
+    "near_one": "1 + 0.01 x standard normal",
+    "sparse": "standard normal with 90% zeros",
+}
+#: Integer trace inputs at least this large are not filled (a constant low value instead).
+FILL_LIMIT_BYTES = 64 << 20
+
+
+def _float_values(profile: str, shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
+    normal = torch.randn(shape, generator=gen, dtype=torch.float32)
+    if profile == "normal":
+        return normal
+    if profile == "uniform":
+        return torch.rand(shape, generator=gen, dtype=torch.float32) * 2 - 1
+    if profile == "tiny":
+        return normal * 1e-6
+    if profile == "large":
+        return normal * 1e3
+    if profile == "near_one":
+        return 1 + 0.01 * normal
+    if profile == "sparse":
+        keep = torch.rand(shape, generator=gen) >= 0.9
+        return normal * keep
+    raise ValueError(f"unknown value profile {profile!r}; known: {', '.join(PROFILES)}")
+
+
+class InputFactory:
+    """Fresh, reproducible random inputs for a task: one generator seed per call."""
+
+    def __init__(self, task: Task, seed: int):
+        self.task = task
+        self.seed = int(seed)
+        self.calls = 0
+
+    def make(self, env: dict[str, int], profile: str = "normal") -> list[torch.Tensor]:
+        """One tensor per task input, in task order, for shape binding *env*."""
+        self.calls += 1
+        gen = torch.Generator().manual_seed((self.seed * 1_000_003 + self.calls) % (2 ** 63))
+        tensors = []
+        for spec in self.task.inputs:
+            shape = spec.concrete_shape(env)
+            dtype = TORCH_DTYPES[spec.dtype]
+            if spec.is_float:
+                tensors.append(_float_values(profile, shape, gen).to(dtype))
+            elif spec.dtype == "bool":
+                tensors.append(torch.randint(0, 2, shape, generator=gen).bool())
+            else:
+                low, high = spec.bound(spec.low, env), spec.bound(spec.high, env)
+                tensors.append(torch.randint(low, high, shape, generator=gen, dtype=torch.int64).to(dtype))
+        return tensors
+
+
+def empty_inputs(task: Task, env: dict[str, int], seed: int = 0) -> list[torch.Tensor]:
+    """Inputs for tracing at a target shape, touching as little memory as possible.
+
+    Float inputs are ``torch.empty`` (pages stay untouched until a sampled program
+    reads them).  Integer inputs must hold valid values: filled uniformly in
+    ``[low, high)`` below :data:`FILL_LIMIT_BYTES`, else the constant ``low``
+    (zero-valued ones come from ``calloc``, so untouched pages still cost nothing).
+    """
+    gen = torch.Generator().manual_seed(int(seed) % (2 ** 63))
+    tensors = []
+    for spec in task.inputs:
+        shape = spec.concrete_shape(env)
+        dtype = TORCH_DTYPES[spec.dtype]
+        if spec.is_float:
+            tensors.append(torch.empty(shape, dtype=dtype))
+            continue
+        low = 0 if spec.dtype == "bool" else spec.bound(spec.low, env)
+        high = 2 if spec.dtype == "bool" else spec.bound(spec.high, env)
+        nbytes = math.prod(shape) * DTYPE_BYTES[spec.dtype]
+        if nbytes < FILL_LIMIT_BYTES:
+            values = torch.randint(low, high, shape, generator=gen, dtype=torch.int64)
+            tensors.append(values.bool() if dtype == torch.bool else values.to(dtype))
+        elif low == 0:
+            np_dtype = np.bool_ if dtype == torch.bool else torch.empty(0, dtype=dtype).numpy().dtype
+            tensors.append(torch.from_numpy(np.zeros(shape, dtype=np_dtype)))
+        else:
+            tensors.append(torch.full(shape, low, dtype=dtype))
+    return tensors

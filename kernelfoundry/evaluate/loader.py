@@ -1,0 +1,176 @@
+"""Import a candidate module from a temp file, check its shape (the load gate), guard calls into it.
+
+The Triton interpreter reads kernel source with ``inspect.getsource``, so the
+candidate is written to a real file and imported from it under a unique module
+name.  Only ever called inside the sandboxed child (tests may call it directly
+on trusted kernels).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import signal
+import sys
+import threading
+import time
+import traceback
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Iterator
+
+from ..candidate import ParamSpaceError, parse_param_space
+from ..task import Task
+from .records import GateResult
+
+MAX_REASON_CHARS = 600
+
+
+class CandidateTimeout(BaseException):
+    """A call into the candidate ran past its time limit (BaseException: hard to swallow)."""
+
+
+@contextmanager
+def time_limit(seconds: float | None, what: str) -> Iterator[None]:
+    """Raise :class:`CandidateTimeout` in the main thread after *seconds* (no-op elsewhere)."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise CandidateTimeout(f"{what} did not finish within {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    out = [exc]
+    while out[-1].__cause__ is not None and out[-1].__cause__ not in out:
+        out.append(out[-1].__cause__)
+    return out
+
+
+def describe_exception(exc: BaseException, path: Path | str | None = None) -> str:
+    """``Type: message (line N: code)`` for the LLM, locating the line in the candidate file."""
+    chain = _chain(exc)
+    root = chain[-1]
+    message = f"{type(root).__name__}: {root}".strip()
+    where = ""
+    if path is not None:
+        for link in reversed(chain):
+            frames = [f for f in traceback.extract_tb(link.__traceback__) if f.filename == str(path)]
+            if frames:
+                frame = frames[-1]
+                where = f" (line {frame.lineno}: {(frame.line or '').strip()})"
+                break
+    text = message + where
+    return text if len(text) <= MAX_REASON_CHARS else text[:MAX_REASON_CHARS - 3] + "..."
+
+
+@dataclass
+class LoadedCandidate:
+    """An imported candidate: its module, file, ``launch``, parameter space and kernels."""
+
+    module: ModuleType
+    path: Path
+    launch: Callable[..., Any]
+    param_space: dict[str, list[Any]]
+    kernels: list[str] = field(default_factory=list)
+
+    def unload(self) -> None:
+        sys.modules.pop(self.module.__name__, None)
+
+
+def import_candidate(source: str, directory: Path, *, inject: dict[str, Any] | None = None,
+                     timeout: float | None = None) -> tuple[ModuleType, Path]:
+    """Write *source* under *directory* and import it as a fresh, uniquely named module.
+
+    *inject* names are placed in the module namespace before its code runs.
+    """
+    name = f"kf_candidate_{uuid.uuid4().hex[:12]}"
+    path = Path(directory) / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    module.__dict__.update(inject or {})
+    sys.modules[name] = module
+    try:
+        with time_limit(timeout, "importing the module"):
+            spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module, path
+
+
+def _kernel_names(module: ModuleType) -> list[str]:
+    from triton.runtime.jit import KernelInterface
+    return [name for name, value in vars(module).items() if isinstance(value, KernelInterface)]
+
+
+def check_load(source: str, task: Task, directory: Path, *,
+               timeout: float | None = 30.0) -> tuple[GateResult, LoadedCandidate | None]:
+    """The load gate: PARAMS literal, import, runtime PARAMS, ``launch`` signature, jit kernels."""
+    start = time.perf_counter()
+
+    def fail(reason: str) -> tuple[GateResult, None]:
+        return GateResult(name="load", passed=False, reason=reason,
+                          seconds=time.perf_counter() - start), None
+
+    try:
+        space = parse_param_space(source)
+    except ParamSpaceError as exc:
+        return fail(f"PARAMS: {exc}.")
+    try:
+        module, path = import_candidate(source, directory, timeout=timeout)
+    except CandidateTimeout as exc:
+        return fail(f"importing the module timed out: {exc}; module-level code must not loop or block.")
+    except BaseException as exc:   # noqa: BLE001 - the candidate's import may raise anything
+        return fail(f"importing the module raised {describe_exception(exc)}{_import_location(exc, directory)}.")
+    runtime_params = getattr(module, "PARAMS", None)
+    if runtime_params != space:
+        sys.modules.pop(module.__name__, None)
+        return fail("PARAMS changes at import time (the module's PARAMS value differs from its literal); "
+                    "define PARAMS once as a literal dict and never modify it.")
+    launch = getattr(module, "launch", None)
+    if launch is None or not callable(launch):
+        sys.modules.pop(module.__name__, None)
+        return fail("the module defines no callable `launch(*inputs, **params)`; define "
+                    f"`def launch({', '.join(task.input_names)}, *, {', '.join(space)})` returning the output.")
+    expected = f"launch({', '.join(task.input_names)}, *, {', '.join(space)})"
+    try:
+        signature = inspect.signature(launch)
+        signature.bind(*task.input_names, **{name: values[0] for name, values in space.items()})
+    except (TypeError, ValueError) as exc:
+        sys.modules.pop(module.__name__, None)
+        return fail(f"`launch` must accept the task inputs ({', '.join(task.input_names)}) positionally and "
+                    f"every PARAMS name as a keyword, like `{expected}`; binding failed: {exc}.")
+    kernels = _kernel_names(module)
+    if not kernels:
+        sys.modules.pop(module.__name__, None)
+        return fail("the module defines no @triton.jit kernel at top level; `launch` must run the "
+                    "computation in Triton kernels.")
+    gate = GateResult(name="load", passed=True, seconds=time.perf_counter() - start,
+                      details={"kernels": kernels, "params": list(space)})
+    return gate, LoadedCandidate(module=module, path=path, launch=launch, param_space=space, kernels=kernels)
+
+
+def _import_location(exc: BaseException, directory: Path) -> str:
+    """`` (line N: code)`` for the deepest frame inside a candidate file of *directory*."""
+    for link in reversed(_chain(exc)):
+        frames = [f for f in traceback.extract_tb(link.__traceback__)
+                  if Path(f.filename).parent == Path(directory) and Path(f.filename).name.startswith("kf_candidate_")]
+        if frames:
+            return f" at line {frames[-1].lineno}: {(frames[-1].line or '').strip()}"
+    if isinstance(exc, SyntaxError) and exc.lineno:
+        return f" at line {exc.lineno}"
+    return ""

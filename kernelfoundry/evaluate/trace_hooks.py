@@ -1,0 +1,407 @@
+"""Hooks into Triton's interpreter (3.9): which programs run, and what each one touches.
+
+While a :class:`Session` is :func:`active`, every kernel launch goes through
+:func:`_instrumented_call` instead of ``GridExecutor.__call__``: it maps the
+launch's tensor arguments (:class:`TensorMap`) and hands a :class:`LaunchContext`
+to the session, which decides which program ids run.  Builder methods of the
+module-level ``interpreter_builder`` are wrapped so that every load, store, atomic,
+dot and arithmetic op reaches the session first.  Every unmasked address is
+checked against the storage extents of the launch's tensor arguments *before* the
+access happens: the interpreter would otherwise read or write stray memory
+silently (or crash on unmapped pages at target sizes).
+
+Needs ``TRITON_INTERPRET=1`` before ``import triton``; device must be CPU.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import inspect
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+import triton.language as tl
+from triton.runtime import interpreter as interp
+
+SECTOR_BYTES = 32
+
+_TORCH_DTYPE_NAMES = {
+    torch.float64: "fp64", torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
+    torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8",
+    torch.uint8: "u8", torch.bool: "i1",
+}
+
+# Builder methods whose operands or results are floating point (one op per element).
+# Conversions are left out: the interpreter also converts constants (``other=0.0``)
+# that a compiler folds, and a real conversion is cheap next to the arithmetic.
+FLOAT_OPS = (
+    "create_fadd", "create_fsub", "create_fmul", "create_fdiv", "create_frem", "create_fneg",
+    "create_precise_divf", "create_approx_divf", "create_minimumf", "create_maximumf",
+    "create_minnumf", "create_maxnumf", "create_fabs", "create_floor", "create_ceil", "create_clampf",
+    "create_fcmpOLT", "create_fcmpOGT", "create_fcmpOLE", "create_fcmpOGE", "create_fcmpOEQ",
+    "create_fcmpONE", "create_fcmpULT", "create_fcmpUGT", "create_fcmpULE", "create_fcmpUGE",
+    "create_fcmpUEQ", "create_fcmpUNE",
+)
+FMA_OPS = ("create_fma",)              # two flops per element
+SELECT_OPS = ("create_select",)        # counted when the selected values are floating point
+TRANSCENDENTAL_OPS = ("create_exp", "create_exp2", "create_log", "create_log2", "create_sqrt",
+                      "create_precise_sqrt", "create_rsqrt", "create_sin", "create_cos", "create_erf")
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """Triton-style short name of a torch dtype (``fp16``, ``i32``...)."""
+    return _TORCH_DTYPE_NAMES.get(dtype, str(dtype).replace("torch.", ""))
+
+
+class OutOfBoundsAccess(Exception):
+    """An unmasked load/store/atomic outside every tensor argument's storage."""
+
+    def __init__(self, kind: str, tensor: str, offset: int, storage_elems: int, kernel: str,
+                 program: tuple[int, int, int], count: int):
+        self.kind, self.tensor, self.offset = kind, tensor, offset
+        self.storage_elems, self.kernel, self.program, self.count = storage_elems, kernel, program, count
+        side = "before its start" if offset < 0 else f"past its end (its storage holds {storage_elems} elements)"
+        super().__init__(
+            f"out-of-bounds {kind} on argument {tensor} at element offset {offset}, {side}; "
+            f"{count} unmasked element(s) of that access fall outside every tensor argument "
+            f"(kernel {kernel}, program {program}). Mask the access (mask=offsets < n) or fix the offsets.")
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One tensor argument of a launch: where its data and its whole storage live."""
+
+    name: str
+    data_ptr: int
+    start: int          # storage start address
+    end: int            # storage end address (exclusive)
+    elem_bytes: int
+    dtype: str
+    numel: int
+
+    @property
+    def storage_bytes(self) -> int:
+        return self.end - self.start
+
+
+class TensorMap:
+    """Address -> tensor argument lookup for one launch (storages sorted by address)."""
+
+    def __init__(self, tensors: list[TensorInfo]):
+        self.tensors = tensors
+        regions: dict[int, list[TensorInfo]] = {}
+        for t in tensors:
+            if t.end > t.start:
+                regions.setdefault(t.start, []).append(t)
+        self._starts = sorted(regions)
+        self._ends = [max(t.end for t in regions[s]) for s in self._starts]
+        self._members = [sorted(regions[s], key=lambda t: t.data_ptr) for s in self._starts]
+        self._starts_np = np.array(self._starts, dtype=np.int64)
+        self._ends_np = np.array(self._ends, dtype=np.int64)
+
+    @classmethod
+    def from_args(cls, call_args: dict[str, Any]) -> "TensorMap":
+        found: list[TensorInfo] = []
+
+        def visit(name: str, value: Any) -> None:
+            if isinstance(value, tuple):
+                for i, item in enumerate(value):
+                    visit(f"{name}[{i}]", item)
+            elif hasattr(value, "base") and hasattr(value, "block_shape"):     # TensorDescriptor
+                visit(f"{name}.base", value.base)
+            elif hasattr(value, "data_ptr"):
+                tensor = interp._unwrap_tensor(value)
+                if tensor.device.type != "cpu":
+                    raise RuntimeError(f"kernel argument {name} is on {tensor.device}; the verifier runs on CPU")
+                storage = tensor.untyped_storage()
+                found.append(TensorInfo(name=name, data_ptr=tensor.data_ptr(), start=storage.data_ptr(),
+                                        end=storage.data_ptr() + storage.nbytes(),
+                                        elem_bytes=tensor.element_size(), dtype=dtype_name(tensor.dtype),
+                                        numel=tensor.numel()))
+
+        for name, value in call_args.items():
+            visit(name, value)
+        return cls(found)
+
+    def split(self, addrs: np.ndarray, elem_bytes: int) -> list[tuple[TensorInfo, np.ndarray]] | None:
+        """Group int64 *addrs* by tensor argument; ``None`` if any access leaves every storage."""
+        lo, hi = int(addrs.min()), int(addrs.max())
+        i = bisect.bisect_right(self._starts, lo) - 1
+        if i >= 0 and hi + elem_bytes <= self._ends[i]:
+            return self._within(i, addrs)
+        idx = np.searchsorted(self._starts_np, addrs, side="right") - 1
+        ok = idx >= 0
+        ok[ok] = addrs[ok] + elem_bytes <= self._ends_np[idx[ok]]
+        if not ok.all():
+            return None
+        parts: list[tuple[TensorInfo, np.ndarray]] = []
+        for region in np.unique(idx):
+            parts.extend(self._within(int(region), addrs[idx == region]))
+        return parts
+
+    def _within(self, region: int, addrs: np.ndarray) -> list[tuple[TensorInfo, np.ndarray]]:
+        members = self._members[region]
+        if len(members) == 1:
+            return [(members[0], addrs)]
+        bases = np.array([t.data_ptr for t in members], dtype=np.int64)
+        owner = np.clip(np.searchsorted(bases, addrs, side="right") - 1, 0, len(members) - 1)
+        return [(members[k], addrs[owner == k]) for k in np.unique(owner)]
+
+    def violation(self, kind: str, addrs: np.ndarray, elem_bytes: int, kernel: str,
+                  program: tuple[int, int, int]) -> OutOfBoundsAccess:
+        """Describe the out-of-bounds part of an access that :meth:`split` rejected."""
+        idx = np.searchsorted(self._starts_np, addrs, side="right") - 1
+        ok = idx >= 0
+        ok[ok] = addrs[ok] + elem_bytes <= self._ends_np[idx[ok]]
+        bad = addrs[~ok]
+        first_bad = int(bad[0])
+        if ok.any():    # the tensor most of this access's in-bounds elements belong to
+            regions, counts = np.unique(idx[ok], return_counts=True)
+            home = self._members[int(regions[np.argmax(counts)])][0]
+        elif self.tensors:  # nothing in bounds: the nearest storage
+            home = min((t for t in self.tensors),
+                       key=lambda t: min(abs(first_bad - t.start), abs(first_bad - t.end)))
+        else:
+            return OutOfBoundsAccess(kind, "<none: the kernel has no tensor arguments>", first_bad, 0,
+                                     kernel, program, int(bad.size))
+        offset = (first_bad - home.data_ptr) // home.elem_bytes
+        return OutOfBoundsAccess(kind, home.name, offset, home.storage_bytes // home.elem_bytes,
+                                 kernel, program, int(bad.size))
+
+
+@dataclass
+class LaunchContext:
+    """One intercepted kernel launch; :meth:`run_program` executes one program id."""
+
+    kernel: str
+    grid: tuple[int, int, int]
+    tensors: TensorMap
+    fn: Any
+    args: dict[str, Any]
+
+    @property
+    def num_programs(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    def coords(self, linear: int) -> tuple[int, int, int]:
+        """Grid coordinates of launch-order id *linear* (x fastest, as GPUs dispatch)."""
+        gx, gy, _ = self.grid
+        return linear % gx, (linear // gx) % gy, linear // (gx * gy)
+
+    def run_program(self, linear: int) -> None:
+        interp.interpreter_builder.set_grid_idx(*self.coords(linear))
+        self.fn(**self.args)
+
+
+class Session:
+    """Receives launches and events while :func:`active`; the base runs every program.
+
+    Subclasses override :meth:`launch` (program selection), :meth:`record_access`,
+    :meth:`on_dot`, :meth:`on_ops`.  ``count_ops`` turns on op-count events.
+    """
+
+    count_ops = False
+
+    def __init__(self) -> None:
+        self.ctx: LaunchContext | None = None
+        self.violation: OutOfBoundsAccess | None = None
+
+    def launch(self, ctx: LaunchContext) -> None:
+        for pid in range(ctx.num_programs):
+            ctx.run_program(pid)
+
+    def access(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None, elem_bytes: int) -> None:
+        if mask is None:
+            addrs = ptrs.reshape(-1)
+        else:
+            addrs = ptrs[np.broadcast_to(mask, ptrs.shape)] if mask.shape != ptrs.shape else ptrs[mask]
+        if addrs.size == 0:
+            return
+        addrs = addrs.astype(np.int64, copy=False)
+        ctx = self.ctx
+        parts = ctx.tensors.split(addrs, elem_bytes)
+        if parts is None:
+            self.violation = ctx.tensors.violation(kind, addrs, elem_bytes, ctx.kernel,
+                                                   interp.interpreter_builder.grid_idx)
+            raise self.violation
+        self.record_access(kind, parts, elem_bytes)
+
+    def record_access(self, kind: str, parts: list[tuple[TensorInfo, np.ndarray]], elem_bytes: int) -> None:
+        """An in-bounds access, split by tensor argument (``kind``: load/store/atomic)."""
+
+    def on_dot(self, a: Any, b: Any) -> None:
+        """A ``tl.dot`` of interpreter handles *a* (..., M, K) and *b* (..., K, N)."""
+
+    def on_ops(self, kind: str, elems: int, ops_per_elem: int) -> None:
+        """An op of *kind* (elementwise/transcendental/reduction) over a block of *elems* elements."""
+
+
+_current: Session | None = None
+_ORIG_CALL = interp.GridExecutor.__call__
+_ORIG_PATCH_LANG = interp._patch_lang
+_ORIG_REDUCE_APPLY = interp.ReduceOps.apply
+_ORIG_SCAN_APPLY = interp.ScanOps.apply
+_patched_langs: set[frozenset[int]] = set()
+
+
+def _lang_key(fn: Any) -> frozenset[int]:
+    return frozenset(id(v) for v in fn.__globals__.values() if v is tl or v is tl.core)
+
+
+def _memo_patch_lang(fn: Any):
+    """``_patch_lang`` that skips re-patching modules already patched in this launch.
+
+    Device-function calls (``tl.max``, ``tl.sum``...) re-patch the language on every
+    call upstream; the patch is idempotent, so repeating it only costs time.
+    """
+    key = _lang_key(fn)
+    if key in _patched_langs:
+        return interp._LangPatchScope()
+    _patched_langs.add(key)
+    return _ORIG_PATCH_LANG(fn)
+
+
+def _instrumented_call(executor: Any, *args_dev: Any, **kwargs: Any) -> None:
+    """``GridExecutor.__call__`` with the grid loop handed to the active session."""
+    session = _current
+    if session is None:
+        return _ORIG_CALL(executor, *args_dev, **kwargs)
+    argspec = inspect.getfullargspec(executor.fn)
+    kwargs = {k: v for k, v in kwargs.items() if k in argspec.args or k in argspec.kwonlyargs}
+    args_hst, kwargs_hst = executor._init_args_hst(args_dev, kwargs)   # CPU: shares storage, no copy
+    for hook in executor.pre_run_hooks:
+        hook(*args_hst, **kwargs_hst)
+    _patched_langs.clear()
+    scope = _ORIG_PATCH_LANG(executor.fn)
+    _patched_langs.add(_lang_key(executor.fn))
+    try:
+        call_args = inspect.getcallargs(executor.fn, *args_hst, **kwargs_hst)
+        tensors = TensorMap.from_args(call_args)
+        args = {name: arg if name in executor.constexprs else interp._implicit_cvt(arg)
+                for name, arg in call_args.items()}
+        grid = executor.grid(args) if callable(executor.grid) else executor.grid
+        grid = tuple(int(g) for g in grid)
+        if not 1 <= len(grid) <= 3:
+            raise ValueError(f"grid must have 1 to 3 dimensions; got {grid}")
+        grid = grid + (1,) * (3 - len(grid))
+        interp.interpreter_builder.set_grid_dim(*grid)
+        session.ctx = LaunchContext(kernel=executor.fn.__name__, grid=grid, tensors=tensors,
+                                    fn=executor.fn, args=args)
+        session.launch(session.ctx)
+    finally:
+        scope.restore()
+        _patched_langs.clear()
+
+
+def _elem_bytes(handle: Any) -> int:
+    return max(1, handle.get_element_ty().primitive_bitwidth // 8)
+
+
+def _builder_hooks(builder: Any) -> dict[str, Any]:
+    """name -> wrapper for the builder methods the session needs to see."""
+    orig = {name: getattr(builder, name) for name in
+            ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas",
+             "create_dot", "create_dot_scaled", *FLOAT_OPS, *FMA_OPS, *SELECT_OPS, *TRANSCENDENTAL_OPS)}
+
+    def masked_load(ptrs, mask, other, cache_policy, is_volatile):
+        _current.access("load", ptrs.data, mask.data, _elem_bytes(ptrs))
+        return orig["create_masked_load"](ptrs, mask, other, cache_policy, is_volatile)
+
+    def masked_store(ptrs, value, mask, cache_policy):
+        _current.access("store", ptrs.data, mask.data, _elem_bytes(ptrs))
+        return orig["create_masked_store"](ptrs, value, mask, cache_policy)
+
+    def atomic_rmw(rmw_op, ptr, val, mask, sem, scope):
+        _current.access("atomic", ptr.data, None if mask is None else mask.data, _elem_bytes(ptr))
+        return orig["create_atomic_rmw"](rmw_op, ptr, val, mask, sem, scope)
+
+    def atomic_cas(ptr, cmp, val, sem, scope):
+        _current.access("atomic", ptr.data, None, _elem_bytes(ptr))
+        return orig["create_atomic_cas"](ptr, cmp, val, sem, scope)
+
+    def dot(a, b, d, *rest):
+        _current.on_dot(a, b)
+        return orig["create_dot"](a, b, d, *rest)
+
+    def dot_scaled(lhs, lhs_scale, lhs_format, rhs, *rest):
+        _current.on_dot(lhs, rhs)
+        return orig["create_dot_scaled"](lhs, lhs_scale, lhs_format, rhs, *rest)
+
+    hooks = {"create_masked_load": masked_load, "create_masked_store": masked_store,
+             "create_atomic_rmw": atomic_rmw, "create_atomic_cas": atomic_cas,
+             "create_dot": dot, "create_dot_scaled": dot_scaled}
+
+    def counting(name: str, kind: str, per_elem: int, float_only: bool):
+        method = orig[name]
+
+        def wrapper(*args):
+            result = method(*args)
+            session = _current
+            if session.count_ops and (not float_only or result.dtype.scalar.is_floating()):
+                session.on_ops(kind, result.data.size, per_elem)
+            return result
+        return wrapper
+
+    for name in FLOAT_OPS:
+        hooks[name] = counting(name, "elementwise", 1, False)
+    for name in FMA_OPS:
+        hooks[name] = counting(name, "elementwise", 2, False)
+    for name in SELECT_OPS:
+        hooks[name] = counting(name, "elementwise", 1, True)
+    for name in TRANSCENDENTAL_OPS:
+        hooks[name] = counting(name, "transcendental", 1, False)
+    return hooks
+
+
+def _reduce_apply(self, input):
+    session = _current
+    if session is not None and session.count_ops and isinstance(input, tuple):   # apply() re-enters with a tuple
+        session.on_ops("reduction", int(input[0].handle.data.size), 1)
+    return _ORIG_REDUCE_APPLY(self, input)
+
+
+def _scan_apply(self, input):
+    session = _current
+    if session is not None and session.count_ops and isinstance(input, tuple):   # apply() re-enters with a tuple
+        session.on_ops("reduction", int(input[0].handle.data.size), 1)
+    return _ORIG_SCAN_APPLY(self, input)
+
+
+@contextmanager
+def active(session: Session) -> Iterator[Session]:
+    """Route every kernel launch and interpreter event to *session* for the block's duration."""
+    global _current
+    if _current is not None:
+        raise RuntimeError("an instrumentation session is already active")
+    builder = interp.interpreter_builder
+    hooks = _builder_hooks(builder)
+    saved = {name: builder.__dict__[name] for name in hooks if name in builder.__dict__}
+    for name, hook in hooks.items():
+        setattr(builder, name, hook)
+    options = builder.options
+    # Overflow sanitizing computes checks whose assert is dropped unless options.debug:
+    # pure cost here (out-of-range addresses are caught by the bounds check anyway).
+    builder.options = dataclasses.replace(options, sanitize_overflow=False)
+    interp.GridExecutor.__call__ = _instrumented_call
+    interp._patch_lang = _memo_patch_lang
+    interp.ReduceOps.apply = _reduce_apply
+    interp.ScanOps.apply = _scan_apply
+    _current = session
+    try:
+        yield session
+    finally:
+        _current = None
+        builder.options = options
+        interp.GridExecutor.__call__ = _ORIG_CALL
+        interp._patch_lang = _ORIG_PATCH_LANG
+        interp.ReduceOps.apply = _ORIG_REDUCE_APPLY
+        interp.ScanOps.apply = _ORIG_SCAN_APPLY
+        for name in hooks:
+            if name in saved:
+                setattr(builder, name, saved[name])
+            else:
+                builder.__dict__.pop(name, None)
