@@ -58,6 +58,7 @@ _NUMBERS: dict[str, tuple[type, tuple[str, ...], float, float]] = {
     "smem_bytes_per_clk": (float, KINDS, 1.0, 1e6),
     "max_programs_per_core": (int, KINDS, 1, 4096),
     "auto_buffers": (int, KINDS, 1, 8),
+    "smem_stage_offset": (int, ("gpu",), 0, 8),
     "launch_overhead_us": (float, KINDS, 0.0, 1e5),
     "eager_op_overhead_us": (float, KINDS, 0.0, 1e5),
     "warp_size": (int, ("gpu",), 1, 1024),
@@ -113,6 +114,7 @@ class HardwareSpec:
     max_threads_per_core: int = 0
     max_threads_per_program: int = 0
     vector_cores: int = 0               # NPU vector (AIV) cores; GPUs: same as cores
+    smem_stage_offset: int = 0          # pipeline stages prefetched into registers, not shared memory
     npu: dict[str, int] = field(default_factory=dict)
     calibration: dict[str, Any] = field(default_factory=dict)
     path: str = ""

@@ -6,7 +6,8 @@ Per launch (hierarchical roofline per program and per wave; see ``docs/perfmodel
   divided by the share of the core the resident warps can drive, times load imbalance;
 * memory:            max(DRAM bytes / BW, L2 bytes / BW (chip, or the core's port),
                      latency chain = rounds x trips / stages x latency);
-* overlap:           T = max(C, M) + (1 - ov) min(C, M), ov = 1 - 1 / (resident x stages);
+* overlap:           T = (C^d + M^d)^(1/d), d = resident programs x pipeline stages per core
+                     (the sum for one unpipelined program, tending to max(C, M));
 * plus the launch overhead.
 
 Invalid configs get +inf and a reason code (:mod:`.occupancy`).  The result keeps each
@@ -72,6 +73,7 @@ class HardwareArrays:
         self.max_threads_prog = _col([x.max_threads_per_program or inf for x in s])
         self.max_programs = _col([x.max_programs_per_core for x in s])
         self.auto_buffers = _col([x.auto_buffers for x in s])
+        self.stage_offset = _col([x.smem_stage_offset for x in s])
         npu = [x.npu or {} for x in s]
         self.ub = _col([n.get("ub_bytes", inf) for n in npu])
         self.npu_l1 = _col([n.get("l1_bytes", inf) for n in npu])
@@ -128,13 +130,13 @@ def evaluate(feat: LaunchFeatures, rows: np.ndarray, warps: np.ndarray, stages: 
     # ---- compute per core ----
     flops = feat.dot_flops[rows]                                       # [N, D]
     mat_prog = np.einsum("nd,hnd,hd->hn", flops, pad[:, rows, :], 1.0 / hw.matrix_rate) * hw.cores_dot
-    smem_prog = (f(feat.dot_flops_total * feat.operand_bytes_per_flop)
-                 + occ.spill_bytes_per_trip * trips) / hw.smem_bw
+    smem_prog = f(feat.dot_flops_total * feat.operand_bytes_per_flop) / hw.smem_bw
+    spill_prog = occ.spill_bytes_per_trip * trips / hw.smem_bw          # local-memory traffic through L1, serial
     vec_prog = ((f(feat.elementwise_ops) + f(feat.reduction_elems)) / (hw.vec_lanes / pc)
                 + f(feat.transcendental_ops) / (hw.sfu / pc))
     scale = n_core * imbalance / share
-    t_mat, t_smem, t_vec = scale * mat_prog, scale * smem_prog, scale * vec_prog
-    t_compute = scale * (np.maximum(mat_prog, smem_prog) + vec_prog)
+    t_mat, t_smem, t_vec = scale * mat_prog, scale * (smem_prog + spill_prog), scale * vec_prog
+    t_compute = scale * (np.maximum(mat_prog, smem_prog) + spill_prog + vec_prog)
 
     # ---- memory ----
     l1_free = np.maximum(hw.l1 - occ.resident * occ.smem_bytes, 0.0)
@@ -144,25 +146,34 @@ def evaluate(feat: LaunchFeatures, rows: np.ndarray, warps: np.ndarray, stages: 
                  footprint=feat.footprint[rows], footprint_total=f(feat.footprint_total),
                  l1_free=l1_free, l2_capacity=hw.l2_cap)
     t_dram = (tr.dram_read + tr.dram_write) / hw.dram_bw
-    t_l2 = np.maximum(tr.l2_bytes / hw.l2_bw, n_core * tr.l2_bytes_per_program / hw.port_bw)
+    l2_slices = tr.l2_bytes + tr.dram_read + tr.dram_write           # hits, and the fills / write-backs of misses
+    t_l2 = np.maximum(l2_slices / hw.l2_bw, n_core * tr.l2_bytes_per_program / hw.port_bw)
     latency_each = hw.lat_l2 + tr.miss_ratio * (hw.lat_dram - hw.lat_l2)
     t_lat = np.ceil(n_core / r_eff) * np.maximum(1.0, trips / s_eff) * latency_each
     t_memory = np.maximum(np.maximum(t_dram, t_l2), t_lat)
 
-    overlap = 1.0 - 1.0 / (r_eff * s_eff)
-    exposed = (1.0 - overlap) * np.minimum(t_compute, t_memory)
-    body = np.maximum(t_compute, t_memory) + exposed
+    # Compute and memory overlap through d = resident programs x pipeline stages independent
+    # streams per core: T = (C^d + M^d)^(1/d), the sum when d = 1, tending to the max.
+    d = np.maximum(r_eff * s_eff, 1.0)
+    hi = np.maximum(t_compute, t_memory)
+    lo_ratio = np.minimum(t_compute, t_memory) / np.where(hi > 0, hi, 1.0)
+    body = hi * (1.0 + lo_ratio ** d) ** (1.0 / d)
+    exposed = body - hi
     launch = hw.launch * np.ones_like(body)
     latency = np.where(occ.reason == 0, body + launch, np.inf)
 
     components = {"compute-matrix": t_mat, "shared-memory": t_smem, "compute-vector": t_vec,
                   "dram": t_dram, "l2": t_l2, "latency": t_lat, "launch": launch, "overlap-loss": exposed}
     bound = np.stack([components[b] for b in BOUNDS]).argmax(axis=0)
-    details = {"resident": r_eff, "resident_max": occ.resident, "limiter": occ.limiter, "programs": P * np.ones_like(body),
+    details = {"resident": r_eff * 1.0, "resident_max": occ.resident, "limiter": occ.limiter.astype(float), "programs": P * np.ones_like(body),
                "cores_used": c_used * np.ones_like(body), "concurrent": W, "dram_read": tr.dram_read,
                "dram_write": tr.dram_write, "l2_bytes": tr.l2_bytes, "reread_dram": tr.reread_dram,
                "smem_bytes": occ.smem_bytes, "spill_bytes_per_trip": occ.spill_bytes_per_trip,
-               "stages_effective": s_eff * np.ones_like(body)}
+               "stages_effective": s_eff * np.ones_like(body), "launches": np.ones_like(body),
+               "has_dot": has_dot * np.ones_like(body),
+               "coalescing": ((f(feat.load_bytes) + f(feat.store_bytes))
+                              / np.maximum(f(feat.load_sector_bytes) + f(feat.store_sector_bytes), 1.0)
+                              * np.ones_like(body))}
     return ModelOutput(latency=latency, reason=occ.reason, bound=bound, components=components, details=details)
 
 
@@ -176,6 +187,7 @@ def sum_launches(out: ModelOutput, starts: np.ndarray) -> ModelOutput:
     components = {k: red(v) for k, v in out.components.items()}
     bound = np.stack([components[b] for b in BOUNDS]).argmax(axis=0)
     reason = np.maximum.reduceat(out.reason, starts, axis=1)
-    details = {k: (red(v) if k in ("dram_read", "dram_write", "l2_bytes", "reread_dram")
+    summed = ("dram_read", "dram_write", "l2_bytes", "reread_dram", "launches")
+    details = {k: (red(v) if k in summed else np.minimum.reduceat(v, starts, axis=1) if k == "coalescing"
                    else np.maximum.reduceat(v, starts, axis=1)) for k, v in out.details.items()}
     return ModelOutput(latency=red(out.latency), reason=reason, bound=bound, components=components, details=details)

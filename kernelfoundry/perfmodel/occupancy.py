@@ -1,6 +1,7 @@
 """Capacity checks and resident programs per core, vectorized over [hardware, points].
 
-GPUs: shared memory per program = num_stages x the dot operand tiles of one loop trip;
+GPUs: shared memory per program = num_stages x the dot operand tiles of one loop trip
+(less ``smem_stage_offset`` stages that the backend prefetches into registers, as AMD's);
 registers per thread from the largest block tensor spread over the program's threads;
 resident programs = the tightest of shared memory, registers, threads and the block
 limit.  NPUs (Ascend): one program per core at a time; dot tiles must fit L0A / L0B /
@@ -49,7 +50,8 @@ def occupancy(hw, *, has_dot, warps, stages, dot_operand_bytes, max_block_elems,
 
     # ---- GPU rules ----
     threads = warps * hw.warp_size
-    smem = np.where(has_dot, stages * dot_operand_bytes, 0.0) * np.ones(shape)
+    smem_stages = np.maximum(stages - hw.stage_offset, 1.0)
+    smem = np.where(has_dot, smem_stages * dot_operand_bytes, 0.0) * np.ones(shape)
     live = np.where(has_dot, LIVE_BLOCKS_DOT, LIVE_BLOCKS)
     need = np.where(has_dot, BASE_REGS_DOT, BASE_REGS) + live * max_block_elems / np.maximum(threads, 1)
     cap = np.minimum(hw.max_regs, np.floor(hw.regs_core / np.maximum(threads, 1) / 8.0) * 8.0)
