@@ -15,6 +15,10 @@ payload = {"source": str, "task": Task.to_dict(), "kernel_configs": [{...}, ...]
 result = {"gates": [GateResult dicts: load, correctness, trace; stopping at the first
 failure], "traces": [ConfigTrace dicts, target shape-major, config-minor],
 "param_space": {name: [values]} or None}.
+
+Before each gate the child appends the gate's name as a line to the file named by
+``$KF_SANDBOX_PROGRESS`` (when set), so a sandbox that has to kill a hung or
+crashed child can tell which gate it died in.
 """
 
 from __future__ import annotations
@@ -39,6 +43,14 @@ def ensure_interpreter() -> None:
     if not triton.knobs.runtime.interpret:
         raise RuntimeError("Triton's interpreter is off although TRITON_INTERPRET=1 is set (triton.knobs."
                            "runtime.interpret was overridden); the checks need the interpreter.")
+
+
+def report_progress(stage: str) -> None:
+    """Append *stage* to ``$KF_SANDBOX_PROGRESS`` (if set) before a gate starts."""
+    path = os.environ.get("KF_SANDBOX_PROGRESS")
+    if path:
+        with open(path, "a") as f:
+            f.write(stage + "\n")
 
 
 def _configs(payload: dict[str, Any], space: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -74,6 +86,7 @@ def run_checks(payload: dict[str, Any]) -> dict[str, Any]:
     directory = Path(tempfile.mkdtemp(prefix="kf_child_"))
     loaded = []
     try:
+        report_progress("load")
         gate, cand = check_load(payload["source"], task, directory)
         result["gates"].append(gate.to_dict())
         if cand is None:
@@ -82,12 +95,17 @@ def run_checks(payload: dict[str, Any]) -> dict[str, Any]:
         result["param_space"] = cand.param_space
         configs = _configs(payload, cand.param_space)
         hints = _hints(payload, cand.param_space)
-        gate = check_correctness(cand, task, kernel_configs=configs, hints=hints, seed=seed,
-                                 profiles=tuple(payload.get("profiles") or PROFILES),
+        profiles = tuple(payload.get("profiles") or PROFILES)
+        if set(profiles) - set(PROFILES):
+            raise ValueError(f"payload profiles {sorted(set(profiles) - set(PROFILES))} are unknown; "
+                             f"known: {', '.join(PROFILES)}")
+        report_progress("correctness")
+        gate = check_correctness(cand, task, kernel_configs=configs, hints=hints, seed=seed, profiles=profiles,
                                  timeout=payload.get("launch_timeout_s", 30.0))
         result["gates"].append(gate.to_dict())
         if not gate.passed or not payload.get("do_trace", True):
             return result
+        report_progress("trace")
         gate, traces = trace_candidate(payload["source"], task, directory, kernel_configs=configs,
                                        hints=hints, seed=seed,
                                        trace_programs=int(payload.get("trace_programs", DEFAULT_TRACE_PROGRAMS)),

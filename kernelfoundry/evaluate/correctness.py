@@ -240,10 +240,6 @@ class CorrectnessChecker:
         params = {**run.config, **self.hints}
         outputs, session = guarded_launch(self.cand, inputs, params, self.timeout)
         self.runs += 1
-        _check_fresh(outputs, inputs, self.task.input_names, session)
-        for name, before, after in zip(self.task.input_names, pristine, inputs):
-            if not np.array_equal(_bits(before), _bits(after)):
-                raise CheckFailure(f"launch modified its input '{name}'; inputs are read-only.")
         try:
             expected_value = self.reference(*[t.clone() for t in pristine])
         except Exception as exc:
@@ -252,14 +248,31 @@ class CorrectnessChecker:
             expected = _as_tensor_list(expected_value, "the reference")
         except CheckFailure as exc:
             raise RuntimeError(f"the task's reference is malformed: {exc}") from None
+        try:
+            self._examine(outputs, expected, inputs, pristine, session)
+            if repeat:
+                self._repeat(pristine, outputs, params)
+        except CheckFailure:
+            raise
+        except Exception as exc:   # noqa: BLE001 - the outputs are candidate objects
+            raise CheckFailure(f"its outputs could not be checked ({type(exc).__name__}: {exc}); return dense "
+                               "CPU tensors.") from None
+
+    def _examine(self, outputs: list[torch.Tensor], expected: list[torch.Tensor], inputs: list[torch.Tensor],
+                 pristine: list[torch.Tensor], session: CheckSession) -> None:
+        for i, out in enumerate(outputs):
+            if out.layout != torch.strided or out.device.type != "cpu":
+                raise CheckFailure(f"output {i} is a {out.layout} tensor on {out.device}; return dense CPU tensors.")
+        _check_fresh(outputs, inputs, self.task.input_names, session)
+        for name, before, after in zip(self.task.input_names, pristine, inputs):
+            if not np.array_equal(_bits(before), _bits(after)):
+                raise CheckFailure(f"launch modified its input '{name}'; inputs are read-only.")
         if len(outputs) != len(expected):
             raise CheckFailure(f"launch returned {len(outputs)} tensor(s); the reference returns {len(expected)}.")
         for i, (out, ref) in enumerate(zip(outputs, expected)):
             problem = compare(out, ref, self.task.atol, self.task.rtol)
             if problem:
                 raise CheckFailure(f"output {i} {problem}.")
-        if repeat:
-            self._repeat(pristine, outputs, params)
 
     def _repeat(self, pristine: list[torch.Tensor], first: list[torch.Tensor], params: dict[str, Any]) -> None:
         inputs = [t.clone() for t in pristine]

@@ -98,7 +98,7 @@ def import_candidate(source: str, directory: Path, *, inject: dict[str, Any] | N
     """
     name = f"kf_candidate_{uuid.uuid4().hex[:12]}"
     path = Path(directory) / f"{name}.py"
-    path.write_text(source)
+    path.write_text(source, encoding="utf-8")
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     module.__dict__.update(inject or {})
@@ -136,32 +136,43 @@ def check_load(source: str, task: Task, directory: Path, *,
         return fail(f"importing the module timed out: {exc}; module-level code must not loop or block.")
     except BaseException as exc:   # noqa: BLE001 - the candidate's import may raise anything
         return fail(f"importing the module raised {describe_exception(exc)}{_import_location(exc, directory)}.")
-    runtime_params = getattr(module, "PARAMS", None)
-    if runtime_params != space:
-        sys.modules.pop(module.__name__, None)
-        return fail("PARAMS changes at import time (the module's PARAMS value differs from its literal); "
-                    "define PARAMS once as a literal dict and never modify it.")
-    launch = getattr(module, "launch", None)
-    if launch is None or not callable(launch):
-        sys.modules.pop(module.__name__, None)
-        return fail("the module defines no callable `launch(*inputs, **params)`; define "
-                    f"`def launch({', '.join(task.input_names)}, *, {', '.join(space)})` returning the output.")
-    expected = f"launch({', '.join(task.input_names)}, *, {', '.join(space)})"
     try:
-        signature = inspect.signature(launch)
-        signature.bind(*task.input_names, **{name: values[0] for name, values in space.items()})
-    except (TypeError, ValueError) as exc:
+        problem = _module_problem(module, space, task)
+        kernels = [] if problem else _kernel_names(module)
+    except Exception as exc:   # noqa: BLE001 - module attributes are candidate objects
+        problem = f"the module's PARAMS/launch could not be inspected: {describe_exception(exc)}."
+    if not problem and not kernels:
+        problem = ("the module defines no @triton.jit kernel at top level; `launch` must run the "
+                   "computation in Triton kernels.")
+    if problem:
         sys.modules.pop(module.__name__, None)
-        return fail(f"`launch` must accept the task inputs ({', '.join(task.input_names)}) positionally and "
-                    f"every PARAMS name as a keyword, like `{expected}`; binding failed: {exc}.")
-    kernels = _kernel_names(module)
-    if not kernels:
-        sys.modules.pop(module.__name__, None)
-        return fail("the module defines no @triton.jit kernel at top level; `launch` must run the "
-                    "computation in Triton kernels.")
+        return fail(problem)
     gate = GateResult(name="load", passed=True, seconds=time.perf_counter() - start,
                       details={"kernels": kernels, "params": list(space)})
-    return gate, LoadedCandidate(module=module, path=path, launch=launch, param_space=space, kernels=kernels)
+    return gate, LoadedCandidate(module=module, path=path, launch=module.launch, param_space=space,
+                                 kernels=kernels)
+
+
+def _same_params(runtime: Any, space: dict[str, list[Any]]) -> bool:
+    return (isinstance(runtime, dict) and list(runtime) == list(space)
+            and all(isinstance(v, (list, tuple)) and list(v) == space[k] for k, v in runtime.items()))
+
+
+def _module_problem(module: ModuleType, space: dict[str, list[Any]], task: Task) -> str | None:
+    """Why the imported module does not have the candidate shape, or ``None``."""
+    if not _same_params(getattr(module, "PARAMS", None), space):
+        return ("PARAMS changes at import time (the module's PARAMS value differs from its literal); "
+                "define PARAMS once as a literal dict and never modify it.")
+    expected = f"launch({', '.join(task.input_names)}, *, {', '.join(space)})"
+    launch = getattr(module, "launch", None)
+    if launch is None or not callable(launch):
+        return f"the module defines no callable `launch(*inputs, **params)`; define `def {expected}` returning the output."
+    try:
+        inspect.signature(launch).bind(*task.input_names, **{name: values[0] for name, values in space.items()})
+    except (TypeError, ValueError) as exc:
+        return (f"`launch` must accept the task inputs ({', '.join(task.input_names)}) positionally and "
+                f"every PARAMS name as a keyword, like `{expected}`; binding failed: {exc}.")
+    return None
 
 
 def _import_location(exc: BaseException, directory: Path) -> str:

@@ -323,13 +323,13 @@ def _builder_hooks(builder: Any) -> dict[str, Any]:
         _current.access("atomic", ptr.data, None, _elem_bytes(ptr))
         return orig["create_atomic_cas"](ptr, cmp, val, sem, scope)
 
-    def dot(a, b, d, *rest):
+    def dot(a, b, d, *rest, **kwargs):
         _current.on_dot(a, b)
-        return orig["create_dot"](a, b, d, *rest)
+        return orig["create_dot"](a, b, d, *rest, **kwargs)
 
-    def dot_scaled(lhs, lhs_scale, lhs_format, rhs, *rest):
+    def dot_scaled(lhs, lhs_scale, lhs_format, rhs, *rest, **kwargs):
         _current.on_dot(lhs, rhs)
-        return orig["create_dot_scaled"](lhs, lhs_scale, lhs_format, rhs, *rest)
+        return orig["create_dot_scaled"](lhs, lhs_scale, lhs_format, rhs, *rest, **kwargs)
 
     hooks = {"create_masked_load": masked_load, "create_masked_store": masked_store,
              "create_atomic_rmw": atomic_rmw, "create_atomic_cas": atomic_cas,
@@ -338,8 +338,8 @@ def _builder_hooks(builder: Any) -> dict[str, Any]:
     def counting(name: str, kind: str, per_elem: int, float_only: bool):
         method = orig[name]
 
-        def wrapper(*args):
-            result = method(*args)
+        def wrapper(*args, **kwargs):
+            result = method(*args, **kwargs)
             session = _current
             if session.count_ops and (not float_only or result.dtype.scalar.is_floating()):
                 session.on_ops(kind, result.data.size, per_elem)

@@ -31,12 +31,14 @@ class LoopState:
     trips: list[int] = field(default_factory=lambda: [0])          # serial of the enclosing sampled trip
     next_trip: int = 0
     loop_trips: float = 0.0                                        # full trip counts, weighted by outer loops
+    epoch: int = 0                                                 # bumped by reset()
 
     def reset(self) -> None:
         self.weights[:] = [1.0]
         self.trips[:] = [0]
         self.next_trip = 0
         self.loop_trips = 0.0
+        self.epoch += 1
 
 
 STATE = LoopState()
@@ -67,6 +69,7 @@ def sampled_loop(iterable):
     items = iterable if isinstance(iterable, range) else tuple(iterable)
     n = len(items)
     state = STATE
+    epoch = state.epoch
     state.loop_trips += n * state.weights[-1]
     for index, weight in trip_plan(n):
         state.next_trip += 1
@@ -75,8 +78,11 @@ def sampled_loop(iterable):
         try:
             yield items[index]
         finally:
-            state.weights.pop()
-            state.trips.pop()
+            # A program aborted mid-loop may close this generator late (on garbage
+            # collection); by then its state was reset and must not be touched.
+            if state.epoch == epoch:
+                state.weights.pop()
+                state.trips.pop()
 
 
 def _is_jit_decorator(node: ast.expr) -> bool:

@@ -138,6 +138,11 @@ def test_load_gate_rejects_malformed_modules(name):
     assert expected in gates[0]["reason"], gates[0]["reason"]
 
 
+def test_tuple_params_are_the_same_space_as_lists():
+    gates = check(variant(VECTOR_ADD_SOURCE, ('"BLOCK": [256, 1024]', '"BLOCK": (256, 1024)')))
+    assert [g["passed"] for g in gates] == [True, True]
+
+
 def test_allocation_poisoning_is_undone_after_the_checks():
     empty, empty_like, new_empty = torch.empty, torch.empty_like, torch.Tensor.new_empty
     check(VECTOR_ADD_SOURCE)
