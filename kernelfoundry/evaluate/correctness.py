@@ -88,7 +88,7 @@ class CheckSession(Session):
         self.launches += 1
         super().launch(ctx)
 
-    def record_access(self, kind, parts, elem_bytes) -> None:
+    def record_access(self, kind, parts, elem_bytes, block_elems) -> None:
         if kind != "load":
             for tensor, _ in parts:
                 self.stored.add(tensor.start)

@@ -92,7 +92,7 @@ class TraceSession(Session):
         return {name: [[w, len({s for s in sectors[:w] if s is not None})] for w in widths]
                 for name, sectors in first.items()}
 
-    def record_access(self, kind, parts, elem_bytes) -> None:
+    def record_access(self, kind, parts, elem_bytes, block_elems) -> None:
         if self._wave_first is not None:
             if kind == "store":
                 return
@@ -102,6 +102,7 @@ class TraceSession(Session):
             if len(self._wave_first) == len(self._wave_targets):
                 raise _ProgramDone()
             return
+        self._counts.max_block = max(self._counts.max_block, block_elems)
         for tensor, addrs in parts:
             self._counts.access(kind, tensor, addrs, elem_bytes)
 

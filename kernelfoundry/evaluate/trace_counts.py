@@ -40,7 +40,6 @@ class ProgramCounts:
 
     def access(self, kind: str, tensor: TensorInfo, addrs: np.ndarray, elem_bytes: int) -> None:
         weight = current_weight()
-        self.max_block = max(self.max_block, int(addrs.size))
         sectors = np.unique((addrs - tensor.data_ptr) >> _SECTOR_SHIFT)
         row = self.traffic[tensor.name]
         for is_store in ((False, True) if kind == "atomic" else (kind == "store",)):

@@ -228,10 +228,12 @@ class Session:
             self.violation = ctx.tensors.violation(kind, addrs, elem_bytes, ctx.kernel,
                                                    interp.interpreter_builder.grid_idx)
             raise self.violation
-        self.record_access(kind, parts, elem_bytes)
+        self.record_access(kind, parts, elem_bytes, int(ptrs.size))
 
-    def record_access(self, kind: str, parts: list[tuple[TensorInfo, np.ndarray]], elem_bytes: int) -> None:
-        """An in-bounds access, split by tensor argument (``kind``: load/store/atomic)."""
+    def record_access(self, kind: str, parts: list[tuple[TensorInfo, np.ndarray]], elem_bytes: int,
+                      block_elems: int) -> None:
+        """An in-bounds access of a *block_elems* block (masked lanes included), split by tensor
+        argument into its unmasked addresses (``kind``: load/store/atomic)."""
 
     def on_dot(self, a: Any, b: Any) -> None:
         """A ``tl.dot`` of interpreter handles *a* (..., M, K) and *b* (..., K, N)."""
