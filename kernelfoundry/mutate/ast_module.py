@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..candidate import ParamSpaceError, parse_param_space, validate_param_space
+from .ast_format import tidy, wrap_long_lines
 
 
 class Skip(Exception):
@@ -292,10 +293,10 @@ def _unparse(stmt: ast.stmt) -> str:
     if _identity(stmt) == ("assign", (ast.dump(ast.Name(id="PARAMS", ctx=ast.Store())),)):
         try:
             space = validate_param_space(ast.literal_eval(stmt.value))
-            return f"PARAMS = {format_params_literal(space)}"
+            return wrap_long_lines(f"PARAMS = {format_params_literal(space)}")
         except (ValueError, ParamSpaceError):
             pass
-    return ast.unparse(stmt)
+    return wrap_long_lines(tidy(ast.unparse(stmt)))
 
 
 def render(source: str, old: ast.Module, new: ast.Module) -> str:

@@ -21,9 +21,8 @@ import ast
 import copy
 
 from .ast_loops import block_loop, drop_recomputations, peel_single_trip
-from .ast_module import (Skip, all_names, arg_names, fresh_name, is_constexpr_arg, jit_functions,
-                         launch_function, launched_kernels, loaded_names, template, template_expr,
-                         uses_dot)
+from .ast_module import (Skip, all_names, arg_names, fresh_name, is_constexpr_arg, launch_function,
+                         launched_kernels, loaded_names, template, uses_dot)
 from .ast_signature import call_binding, launch_calls_in_launch
 from .ops_base import Edit, OpContext, Operator
 
