@@ -10,7 +10,8 @@ into later waves depends on L2 capacity C:
 * Cyclic view: programs sweep their data (e.g. the K loop of a matmul) in step, so a
   wave whose footprint exceeds C evicts what the next wave needs: F(W) bytes per wave.
 
-They are blended by phi = min(1, C / F(W)), the share of a wave's footprint L2 can hold.
+They are blended by phi = min(1, C / F(W))^2: squared because programs of a wave advance
+in step, so a wave much larger than L2 evicts its predecessor before reuse (cyclic view).
 Re-reads inside a program (``load sectors`` beyond its unique footprint) hit L1 when the
 resident programs' footprints fit in L1, else L2, else DRAM.  See ``docs/perfmodel.md``.
 """
@@ -90,7 +91,7 @@ def traffic(*, programs, concurrent, resident, load_sector_bytes, store_bytes, s
     new_per_wave = eval_curve(footprint, w_fin + W) - F_star
     denning = F_star + np.maximum(P - w_fin, 0.0) / W * new_per_wave
     cyclic = P / W * F_W
-    phi = np.clip(l2_capacity / np.maximum(F_W, 1.0), 0.0, 1.0)
+    phi = np.clip(l2_capacity / np.maximum(F_W, 1.0), 0.0, 1.0) ** 4
     inter = np.maximum(phi * denning + (1.0 - phi) * cyclic, footprint_total)
 
     # Re-reads that miss L1: they reach DRAM when the wave's footprints overflow L2.
