@@ -16,7 +16,9 @@ result = {"gates": [GateResult dicts: load, correctness, trace; stopping at the 
 failure], "traces": [ConfigTrace dicts, target shape-major, config-minor],
 "param_space": {name: [values]} or None}.
 
-Before each gate the child appends the gate's name as a line to the file named by
+``main`` exits 0 with that result; on a malformed payload or a verifier error (never
+a candidate's failure, which is a failed gate) it writes ``{"error": message, ...}``
+and exits 1.  Before each gate the child appends the gate's name as a line to the file named by
 ``$KF_SANDBOX_PROGRESS`` (when set), so a sandbox that has to kill a hung or
 crashed child can tell which gate it died in.
 """
