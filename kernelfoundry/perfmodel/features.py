@@ -63,20 +63,17 @@ class LaunchFeatures:
     def padded_flop_factor(self, granules: list[tuple[int, int, int]]) -> np.ndarray:
         """[H, R, D]: padded / useful dot flops per hardware granule (1 where no dot)."""
         out = np.ones((len(granules), len(self), len(DTYPE_KEYS)))
+        g = np.array(granules, dtype=float)                               # [H, 3]
         for r, shapes in enumerate(self.dot_shapes):
-            for d, key in enumerate(DTYPE_KEYS):
-                mine = [s for s in shapes if dtype_class(s[3]) == key]
-                if not mine:
-                    continue
-                for h, (gm, gn, gk) in enumerate(granules):
-                    ratios = [(_ceil(m, gm) * _ceil(n, gn) * _ceil(k, gk)) / max(m * n * k, 1)
-                              for m, n, k, _ in mine]
-                    out[h, r, d] = sum(ratios) / len(ratios)
+            if not shapes:
+                continue
+            mnk = np.array([s[:3] for s in shapes], dtype=float)          # [S, 3]
+            cls = np.array([DTYPE_KEYS.index(dtype_class(s[3])) for s in shapes])
+            padded = np.ceil(mnk[None] / g[:, None]) * g[:, None]         # [H, S, 3]
+            ratio = padded.prod(axis=2) / np.maximum(mnk.prod(axis=1), 1.0)[None]
+            for d in np.unique(cls):
+                out[:, r, d] = ratio[:, cls == d].mean(axis=1)
         return out
-
-
-def _ceil(x: int, g: int) -> int:
-    return -(-int(x) // g) * g
 
 
 def _elem_bytes(dtype: str) -> int:

@@ -7,6 +7,7 @@ in its errors; unknown names are reported with the list of known ones.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ LIBRARY_CLASSES = ("gemm", "elementwise", "reduction")
 NPU_FIELDS = ("ub_bytes", "l1_bytes", "l0a_bytes", "l0b_bytes", "l0c_bytes", "ub_align_bytes")
 
 
+@functools.lru_cache(maxsize=256)
 def dtype_class(name: str) -> str:
     """Map a Triton / torch dtype name ("fp16", "float16", "fp8e4nv", "i8", ...) to a dtype key."""
     n = str(name).lower().replace("torch.", "").replace("tl.", "")
