@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kernelfoundry.candidate import HINT_PARAMS, parse_param_space
-from kernelfoundry.evaluate.child import ensure_interpreter, main
+from kernelfoundry.evaluate.child import ensure_interpreter, main, run_checks
 from kernelfoundry.evaluate.records import ConfigTrace
 from kernelfoundry.evaluate.trace import trace_candidate
 from kernelfoundry.evaluate.trace_loops import HELPER_NAME, rewrite_loops, trip_plan
@@ -133,6 +133,20 @@ def test_two_kernel_launch_gives_two_launch_traces():
     assert (stats.kernel, normalize.kernel) == ("stats_kernel", "normalize_kernel")
     assert stats.grid == (4096, 1, 1) and normalize.grid == (4096, 393216 // 256, 1)
     assert stats.traffic["stats_ptr"].store_bytes == 8 and normalize.traffic["stats_ptr"].load_bytes == 8
+
+
+def test_tensor_descriptors_and_atomics_are_counted():
+    task = task_from_dict({
+        "name": "vector_sum", "reference": "import torch\ndef reference(x):\n    return x.sum()\n",
+        "inputs": {"x": {"shape": ["N"], "dtype": "float32"}}, "shapes": {"check": [{"N": 1000}], "target": [{"N": N}]},
+        "tolerance": {"atol": 1e-3, "rtol": 1e-4}, "seeds": [str(KERNELS / "sum_atomic_descriptor.py")]})
+    source = (KERNELS / "sum_atomic_descriptor.py").read_text()
+    (config_trace,) = trace(source, task, [{"BLOCK": 128}])
+    copy, total = config_trace.launches
+    assert copy.traffic["desc_in.base"].load_bytes == 512 and copy.traffic["desc_out.base"].store_bytes == 512
+    assert total.traffic["out_ptr"].load_bytes == 4 and total.traffic["out_ptr"].store_bytes == 4
+    assert total.reduction_elems == 128
+    assert run_checks({"source": source, "task": task.to_dict(), "do_trace": False})["gates"][-1]["passed"]
 
 
 def test_out_of_bounds_access_at_the_target_shape_fails_the_trace():
