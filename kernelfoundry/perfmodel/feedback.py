@@ -36,7 +36,7 @@ def _limits(spec: HardwareSpec, entry: dict, d: dict[str, float], profile: Refer
     bound = entry["bound"]
     compulsory = profile.input_bytes + profile.output_bytes
     dram = d["dram_read"] + d["dram_write"]
-    if compulsory > 0 and dram > 1.5 * compulsory:
+    if compulsory > 0 and dram > 1.3 * compulsory:
         why = ("programs re-read their own data (several passes) and it falls out of L1/L2"
                if d["reread_dram"] > 0.3 * dram else
                "programs running together share little data through L2 (tile order / grouping)")
