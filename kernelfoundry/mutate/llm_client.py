@@ -301,6 +301,9 @@ class LLMClient:
             kwargs["api_base"] = model.api_base
         if model.api_key_env:
             kwargs["api_key"] = os.environ.get(model.api_key_env, "")
+        if model.provider == "replay":
+            from .replay import PURPOSE_KEY
+            kwargs["metadata"] = {PURPOSE_KEY: purpose}
         start = time.monotonic()
         with _process_semaphore(self.max_concurrency):
             try:

@@ -94,7 +94,7 @@ class PromptPool:
     """Prompt variants with credit, UCB sampling and LLM-driven evolution (plain-dict records)."""
 
     def __init__(self, variants: list[dict[str, Any]], *, prompt_dir: str | Path | None = None, capacity: int = 16,
-                 seed: int = 0, evolve_every: int = 8, exploration: float = 0.5, fix_credit: float = 0.5) -> None:
+                 seed: int = 0, evolve_every: int = 4, exploration: float = 0.5, fix_credit: float = 0.5) -> None:
         if capacity < 1 or evolve_every < 1:
             raise ValueError("PromptPool needs capacity >= 1 and evolve_every >= 1")
         self.prompt_dir = None if prompt_dir is None else str(prompt_dir)

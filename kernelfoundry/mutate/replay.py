@@ -8,23 +8,32 @@ answers from PATH, one JSON object per line::
     {"content": "...", "cost_usd": 0.002}                 # charged as given (else 0)
     {"content": "...", "match": "prompt variant"}         # only for requests containing this text
     {"content": "...", "request_hash": "3f2a..."}         # recorded: the exact request it answered
+    {"content": "...", "purpose": "prompt_mutation"}      # only for calls made for this purpose
     {"error": "rate_limit"}                               # scripted failure (see ERROR_KINDS)
     {"content": "...", "delay_s": 3}                      # slower than the timeout -> litellm.Timeout
 
-Line selection, per process: first an unused line whose ``request_hash`` equals the
-request's hash (a recorded run replays its own answers even if calls arrive in a
-different order), else the next line in file order, cycling at the end, among the
-lines whose ``match`` (a string or a list of strings, all required) occurs in the
-request or, when no such line exists, among the lines without ``match``.  So a
-hand-written file can reserve lines for prompt-evolution requests with
-``"match": "Current guidance"`` and leave kernel replies unmarked.  Usage
-numbers are real token counts of the prompt and the reply (litellm's default
-tokenizer) unless the line gives ``prompt_tokens`` / ``completion_tokens``.
+Line selection, per process:
+
+1. Candidates: the lines whose ``purpose`` is the call's (mutate, rewrite, fix,
+   crossover, prompt_mutation; the client passes it in litellm's ``metadata``); if
+   there are none, the lines without ``purpose``; if none, all lines.
+2. An unused candidate whose ``request_hash`` equals the request's hash (a recorded
+   run replays its own answers even if calls arrive in a different order).
+3. Else the next candidate in file order, cycling at the end, among those whose
+   ``match`` (a string or a list of strings, all required) occurs in the request or,
+   when there is no such line, among those without ``match``.
+
+So a hand-written file reserves lines for prompt evolution with ``"purpose":
+"prompt_mutation"`` and leaves kernel replies unmarked.  Usage numbers are real token
+counts of the prompt and the reply (litellm's default tokenizer) unless the line gives
+``prompt_tokens`` / ``completion_tokens``.
 
 Determinism: a recorded run replayed with the same seed and ONE worker reproduces the
-same candidates.  With several workers, the order in which calls reach the provider
-varies between runs; hash matching still answers each identical request with its
-recorded reply, but requests that depend on earlier results may differ.
+same candidates, provided the verifier's numbers are reproducible too (prompts quote
+them; a changed prompt misses its hash and falls back to file order per purpose).
+With several workers, the order in which calls reach the provider varies between
+runs; hash matching still answers each identical request with its recorded reply,
+but requests that depend on earlier results may differ.
 """
 
 from __future__ import annotations
@@ -41,6 +50,8 @@ from typing import Any, Iterable
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 PROVIDER = "replay"
+#: litellm ``metadata`` key through which the client tells the provider a call's purpose.
+PURPOSE_KEY = "kernelfoundry_purpose"
 
 #: Scripted failures a line may request, and the litellm exception each raises.
 ERROR_KINDS = ("rate_limit", "timeout", "server", "unavailable", "connection", "auth", "bad_request")
@@ -90,6 +101,9 @@ def load_replay_lines(path: str | Path) -> list[dict[str, Any]]:
         if match is not None and not (isinstance(match, str) or
                                       isinstance(match, list) and all(isinstance(m, str) for m in match)):
             raise ReplayError(f"replay file {path} line {n}: 'match' must be a string or a list of strings.")
+        for key in ("purpose", "request_hash"):
+            if key in obj and not isinstance(obj[key], str):
+                raise ReplayError(f"replay file {path} line {n}: '{key}' must be a string.")
         for key in ("cost_usd", "delay_s"):
             if key in obj and not isinstance(obj[key], (int, float)):
                 raise ReplayError(f"replay file {path} line {n}: '{key}' must be a number.")
@@ -109,16 +123,20 @@ class _ReplayFile:
     cursors: dict[tuple[int, ...], int] = field(default_factory=dict)
     used: set[int] = field(default_factory=set)
 
-    def select(self, messages: list[dict[str, Any]], path: str) -> dict[str, Any]:
+    def select(self, messages: list[dict[str, Any]], path: str, purpose: str | None = None) -> dict[str, Any]:
         digest = request_hash(messages)
         text = "\n".join(_content_text(m.get("content")) for m in messages)
-        specific = [i for i, line in enumerate(self.lines) if line.get("match") is not None and _matches(line, text)]
-        eligible = specific or [i for i, line in enumerate(self.lines) if line.get("match") is None]
-        if not eligible:
-            raise ReplayError(f"replay file {path}: no line's 'match' occurs in the request.")
-        pick = next((i for i in eligible if i not in self.used and self.lines[i].get("request_hash") == digest),
+        tagged = [i for i, line in enumerate(self.lines) if purpose is not None and line.get("purpose") == purpose]
+        lines = tagged or [i for i, line in enumerate(self.lines) if line.get("purpose") is None] \
+            or list(range(len(self.lines)))
+        pick = next((i for i in lines if i not in self.used and self.lines[i].get("request_hash") == digest),
                     None)
-        if pick is None:            # each set of eligible lines keeps its own position
+        if pick is None:            # file order; each set of eligible lines keeps its own position
+            specific = [i for i in lines if self.lines[i].get("match") is not None and _matches(self.lines[i], text)]
+            eligible = specific or [i for i in lines if self.lines[i].get("match") is None]
+            if not eligible:
+                raise ReplayError(f"replay file {path}: no line's 'match' occurs in this "
+                                  f"{purpose or ''} request.")
             key = tuple(eligible)
             cursor = self.cursors.get(key, 0)
             pick = next((i for i in eligible if i >= cursor), eligible[0])
@@ -138,7 +156,7 @@ _FILES: dict[str, _ReplayFile] = {}
 _FILES_LOCK = threading.Lock()
 
 
-def next_response(path: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+def next_response(path: str, messages: list[dict[str, Any]], purpose: str | None = None) -> dict[str, Any]:
     """The response line for this request (thread-safe; the file is re-read only when it changes)."""
     key = str(Path(path).resolve())
     try:
@@ -150,7 +168,7 @@ def next_response(path: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
         state = _FILES.get(key)
         if state is None or state.version != version:      # new, or edited since: start over
             state = _FILES[key] = _ReplayFile(load_replay_lines(key), version=version)
-        return state.select(messages, path)
+        return state.select(messages, path, purpose)
 
 
 def reset_replay(path: str | Path | None = None) -> None:
@@ -186,8 +204,9 @@ def export_replay(llm_log_records: Iterable[dict[str, Any]], path: str | Path) -
                     line[key] = int(rec[key])
         if rec.get("messages"):
             line["request_hash"] = request_hash(rec["messages"])
-        if rec.get("model"):
-            line["model"] = rec["model"]
+        for key in ("purpose", "model"):
+            if rec.get(key):
+                line[key] = rec[key]
         out.append(json.dumps(line, ensure_ascii=False))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -240,7 +259,8 @@ def _provider_class():
                        acompletion=None, litellm_params=None, logger_fn=None, headers=None,
                        timeout=None, client=None):
             try:
-                line = next_response(model, messages)
+                purpose = ((litellm_params or {}).get("metadata") or {}).get(PURPOSE_KEY)
+                line = next_response(model, messages, purpose)
             except ReplayError as exc:
                 raise litellm.BadRequestError(message=str(exc), model=model, llm_provider=PROVIDER) from None
             delay = float(line.get("delay_s", 0.0))

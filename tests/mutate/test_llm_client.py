@@ -63,6 +63,14 @@ def test_replay_prefers_request_hash_then_match(replay):
     assert c.complete(MSG, model).text == "kernel B"
 
 
+def test_replay_purpose_streams(replay):
+    model = replay([{"content": "kernel 1"}, {"content": "prompt 1", "purpose": "prompt_mutation"},
+                    {"content": "kernel 2"}, {"content": "fix 1", "purpose": "fix"}])
+    c = client()
+    got = [c.complete(MSG, model, purpose=p).text for p in ("prompt_mutation", "mutate", "fix", "mutate", "rewrite")]
+    assert got == ["prompt 1", "kernel 1", "fix 1", "kernel 2", "kernel 1"]
+
+
 def test_rate_limit_server_timeout_are_retried_with_backoff(replay):
     model = replay([{"error": "rate_limit"}, {"error": "server"}, {"content": "late", "delay_s": 2.0},
                     {"error": "unavailable"}, {"content": "ok"}])
@@ -198,6 +206,7 @@ def test_export_replay_round_trip(replay, tmp_path):
     lines = load_replay_lines(tmp_path / "rec.jsonl")
     assert lines[0]["error"] == "rate_limit" and lines[1]["content"] == "answer one"
     assert lines[1]["cost_usd"] == 0.01 and lines[1]["request_hash"] == request_hash(MSG)
+    assert lines[1]["purpose"] == "mutation"
     # replaying in a different request order still answers each request with its recording
     rec_model = ModelSpec(f"replay/{tmp_path / 'rec.jsonl'}")
     reset_replay()

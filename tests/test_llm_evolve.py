@@ -1,0 +1,55 @@
+"""A tiny evolve run with a scripted LLM (the replay provider through litellm): the recorded
+diff improves the matmul seed, and prompt evolution produces at least one new variant."""
+
+from pathlib import Path
+
+import pytest
+
+from kernelfoundry import REPO_DIR
+from kernelfoundry.evolve import EvolveConfig
+from kernelfoundry.mutate.metaprompt import OPERATORS
+from kernelfoundry.mutate.replay import reset_replay
+from kernelfoundry.search.session import run_evolution
+from kernelfoundry.store import RunStore
+
+REPLAY = Path(__file__).parent / "mutate" / "data" / "matmul_bigger_tiles.jsonl"
+
+
+@pytest.fixture
+def interpreter(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+
+def test_scripted_llm_improves_matmul_and_evolves_a_prompt(tmp_path, interpreter, ray_local):
+    reset_replay()
+    cfg = EvolveConfig(task=REPO_DIR / "experiments/tasks/matmul.yaml", budget=10, workers=1, seed=0,
+                       out=tmp_path / "run", models=[f"replay/{REPLAY}"], quiet=True, archives_root=tmp_path)
+    summary, run_dir = run_evolution(cfg)
+    store = RunStore(run_dir / "run.sqlite")
+    try:
+        rows = list(store.iter_candidates())
+        seed = rows[0]
+        assert seed.mutator == "seed" and seed.passed
+        improved = [r for r in rows if r.mutator.startswith("llm:replay/") and r.passed]
+        assert improved, [(r.mutator, r.gate, r.reason[:80]) for r in rows]
+        best = max(improved, key=lambda r: r.objective)
+        assert best.objective > 2 * seed.objective
+        assert '"BLOCK_M": [64, 128]' in best.source and best.parent_ids == [seed.id]
+        assert best.llm_calls == 1 and best.cost_usd == pytest.approx(0.0125)
+        assert summary["best_objective"] == pytest.approx(best.objective)
+        # edits that no longer apply are stored as failed candidates at the mutate gate, with the reason
+        failed = [r for r in rows if not r.passed]
+        assert all(r.gate == "mutate" and "edit did not apply" in r.reason for r in failed)
+
+        calls = list(store.iter_llm_calls())
+        assert any(c["purpose"] == "prompt_mutation" and c["error"] is None for c in calls)
+        assert summary["llm"]["calls"] == len(calls)
+        assert summary["llm"]["cost_usd"] == pytest.approx(sum(c["cost_usd"] for c in calls))
+
+        prompts = summary["prompts"]
+        assert prompts["n_evolved"] >= 1 and prompts["n_variants"] >= 3 and prompts["best_credit"] > 0
+        evolved = [p for p in store.load_prompts() if p["parent_id"] is not None]
+        assert evolved and evolved[0]["origin"] in OPERATORS
+        assert "64-256 wide tiles" in evolved[0]["sections"]["strategies"]
+    finally:
+        store.close()
