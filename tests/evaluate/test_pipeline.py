@@ -1,0 +1,139 @@
+"""The verify pipeline: gate order, static failures without a process, validation of the
+child's (untrusted) result, and, with the performance model, a full pass on the seeds."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from kernelfoundry.errors import HardwareError
+from kernelfoundry.evaluate import pipeline
+from kernelfoundry.evaluate.pipeline import (default_limits, read_child_result, sandbox_failure, verify)
+from kernelfoundry.evaluate.sandbox import GiB, SandboxOutcome
+from kernelfoundry.task import load_task
+
+REPO = Path(__file__).resolve().parents[2]
+SOFTMAX = load_task(REPO / "experiments" / "tasks" / "softmax.yaml")
+MATMUL = load_task(REPO / "experiments" / "tasks" / "matmul.yaml")
+SOFTMAX_SEED = (REPO / "experiments" / "tasks" / "kernels" / "softmax_naive.py").read_text()
+MATMUL_SEED = (REPO / "experiments" / "tasks" / "kernels" / "matmul_naive.py").read_text()
+HAS_MODEL = importlib.util.find_spec("kernelfoundry.perfmodel.score") is not None
+
+
+@pytest.fixture
+def no_sandbox(monkeypatch):
+    """Fail the test if the pipeline starts a process."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("the sandbox must not run for this source")
+    monkeypatch.setattr(pipeline, "run_sandboxed", refuse)
+
+
+def test_static_failures_never_start_a_process(no_sandbox):
+    r = verify(SOFTMAX, "import os\n" + SOFTMAX_SEED, ["h100"])
+    assert (r.passed, r.gate) == (False, "hack") and "import os" in r.reason
+    assert [g.name for g in r.gates] == ["hack"]
+    r = verify(SOFTMAX, "def launch(:\n", ["h100"])
+    assert r.gate == "load" and "does not parse: line 1" in r.reason
+    no_params = "\n".join(line for line in SOFTMAX_SEED.splitlines() if not line.startswith("PARAMS"))
+    r = verify(SOFTMAX, no_params, ["h100"])
+    assert r.gate == "load" and "PARAMS" in r.reason and [g.name for g in r.gates] == ["hack", "load"]
+
+
+def test_unknown_hardware_is_a_user_error(no_sandbox):
+    with pytest.raises(HardwareError, match="nonesuch"):
+        verify(SOFTMAX, SOFTMAX_SEED, ["nonesuch"])
+
+
+def test_payload_configs_and_tune_off(monkeypatch):
+    seen = []
+
+    def fake(module, payload, limits, mode=None):
+        seen.append((module, payload, limits))
+        return SandboxOutcome(ok=False, result=None, reason="exited with code 1 before writing a result",
+                              exit_code=1)
+
+    monkeypatch.setattr(pipeline, "run_sandboxed", fake)
+    source = SOFTMAX_SEED.replace('"BLOCK_N": [256, 512]', '"BLOCK_N": [256, 512, 1024]')
+    verify(SOFTMAX, source, ["h100"], max_kernel_configs=2)
+    verify(SOFTMAX, source, ["h100"], tune=False)
+    (module, first, limits), (_, second, _) = seen
+    assert module == "kernelfoundry.evaluate.child"
+    assert len(first["kernel_configs"]) == 2 and first["kernel_configs"][0] == {"BLOCK_N": 256}
+    assert second["kernel_configs"] == [{"BLOCK_N": 256}]
+    assert first["hints"] == {"num_warps": 4, "num_stages": 1}
+    assert 0 < first["launch_timeout_s"] < first["trace_timeout_s"] < limits.wall_s
+    assert first["task"]["name"] == "softmax" and first["source"] == source
+
+
+def test_default_limits_hold_the_target_tensors():
+    assert default_limits(SOFTMAX).address_space_bytes >= 4 * GiB + 3 * 6 * GiB   # 6 GiB input
+    assert default_limits(MATMUL).address_space_bytes == 8 * GiB
+    assert default_limits(SOFTMAX, 30.0).wall_s == 30.0
+
+
+def _outcome(result, **kw):
+    return SandboxOutcome(ok=True, result=result, reason="", exit_code=0, **kw)
+
+
+GOOD_TRACE = {"shape_index": 0, "shape": {"M": 4096, "N": 393216}, "config": {"BLOCK_N": 256}, "launches": []}
+
+
+@pytest.mark.parametrize("result,text", [
+    ({"gates": [{"name": "correctness", "passed": True}], "traces": []}, "unexpected gates"),
+    ({"gates": [{"name": "load", "passed": False}, {"name": "correctness", "passed": True}]}, "later gates ran"),
+    ({"gates": [{"name": "load", "passed": True}, {"name": "correctness", "passed": True},
+                {"name": "trace", "passed": True}], "traces": []}, "no trace came back"),
+    ({"gates": [{"name": "load", "passed": True}, {"name": "correctness", "passed": True},
+                {"name": "trace", "passed": True}], "traces": [dict(GOOD_TRACE, config={"BLOCK_N": 8})]},
+     "was not asked for"),
+    ({"gates": [{"name": "load", "passed": "yes"}]}, "unexpected gates"),
+    ({"gates": "all good"}, "malformed"),
+])
+def test_forged_or_malformed_child_results_fail(result, text):
+    gates, traces, failure = read_child_result(_outcome(result), [{"BLOCK_N": 256}], 1)
+    assert failure is not None and failure.name == "sandbox" and text in failure.reason
+
+
+def test_valid_child_result_is_accepted():
+    result = {"gates": [{"name": "load", "passed": True}, {"name": "correctness", "passed": True},
+                        {"name": "trace", "passed": True}], "traces": [GOOD_TRACE]}
+    gates, traces, failure = read_child_result(_outcome(result), [{"BLOCK_N": 256}], 1)
+    assert failure is None and [g.name for g in gates] == ["load", "correctness", "trace"]
+    assert traces[0].config == {"BLOCK_N": 256}
+
+
+def test_killed_child_is_attributed_to_its_last_gate():
+    killed = SandboxOutcome(ok=False, result=None, reason="killed: memory over 4 GB", exit_code=None,
+                            signal=9, killed_by="memory", progress="correctness")
+    gate = sandbox_failure(killed)
+    assert gate.name == "correctness" and gate.reason == "the candidate's process was killed: memory over 4 GB"
+    crashed = SandboxOutcome(ok=False, result=None, reason="crashed with signal 11 (SIGSEGV)", exit_code=None,
+                             signal=11, output_tail="Fatal Python error: Segmentation fault\n")
+    gate = sandbox_failure(crashed)
+    assert gate.name == "sandbox" and "signal 11" in gate.reason and "Segmentation fault" in gate.reason
+    errored = _outcome({"gates": [], "traces": [], "error": "KeyError: 'task'"}, progress="load")
+    assert read_child_result(errored, [], 1)[2].name == "load"
+
+
+def test_seed_end_to_end():
+    """The matmul seed passes the sandboxed gates; with the model, every gate, deterministically."""
+    r = verify(MATMUL, MATMUL_SEED, ["h100", "ascend910b2"])
+    names = [g.name for g in r.gates]
+    assert names[:4] == ["hack", "load", "correctness", "trace"], r.reason
+    assert all(g.passed for g in r.gates[:4]), r.reason
+    assert r.traces and {t.config["BLOCK_M"] for t in r.traces} == {16, 32}
+    assert r.param_space["BLOCK_M"] == [16, 32]
+    if not HAS_MODEL:
+        assert r.gate == "model" and "not available" in r.reason
+        return
+    assert r.passed and r.gate is None and names[4] == "model", r.reason
+    assert r.objective is not None and r.objective > 0
+    assert set(r.hardware) == {"h100", "ascend910b2"}
+    for score in r.hardware.values():
+        assert score.latency_s > 0 and 0 < score.sol_fraction <= 1.0
+        assert set(score.best_params) == {"BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"}
+    assert set(r.descriptors) == {"tiling", "memory_pattern"}
+    again = verify(MATMUL, MATMUL_SEED, ["h100", "ascend910b2"])
+    assert again.objective == r.objective and again.descriptors == r.descriptors
