@@ -168,6 +168,13 @@ def _fmt_value(value: Any) -> str:
     return str(value)
 
 
+def _fmt_breakdown(breakdown: dict[str, Any]) -> str:
+    """The model's per-limit times (seconds), largest first."""
+    items = sorted(((k, v) for k, v in breakdown.items() if isinstance(v, (int, float))),
+                   key=lambda kv: -kv[1])
+    return ", ".join(f"{k} {_fmt_time(v)}" for k, v in items[:6])
+
+
 def hardware_metrics(hardware: dict[str, Any] | None) -> list[str]:
     """One line per hardware target from a candidate's HardwareScore dicts, plus per-shape bounds."""
     out: list[str] = []
@@ -190,8 +197,8 @@ def hardware_metrics(hardware: dict[str, Any] | None) -> list[str]:
             bits = [f"shape {_fmt_value(shape.get('shape', {}))}"]
             if shape.get("bound"):
                 bits.append(f"bound by {shape['bound']}")
-            if shape.get("breakdown"):
-                bits.append(f"breakdown {_fmt_value(shape['breakdown'])}")
+            if isinstance(shape.get("breakdown"), dict) and shape["breakdown"]:
+                bits.append(f"time by limit {_fmt_breakdown(shape['breakdown'])}")
             line += "\n    " + "; ".join(bits)
         out.append(line)
     return out

@@ -134,9 +134,11 @@ def test_mutation_prompt_carries_everything():
         assert needle in system, needle
     for needle in ("def reference(a, b)", "a [M, K] float16", "M=4096, N=4096, K=4096", "- h100", "- ascend910b2",
                    "pid_m = pid // num_pid_n", "Objective: 0.170x", "12% of speed-of-light", "bound by dram",
-                   "best params BLOCK_M=32, BLOCK_N=32", "passed all gates", "Candidate 11: 0.310x",
+                   "best params BLOCK_M=32, BLOCK_N=32", "time by limit dram_s 1.1 ms, compute_s 200 us", "passed all gates", "Candidate 11: 0.310x",
                    "tiling=large tiles, memory=tiled reuse", "<<<<<<< SEARCH"):
         assert needle in user, needle
+    h100 = next(line for line in user.splitlines() if line.startswith("- h100"))
+    assert "TFLOPS" in h100 and "TB/s" in h100          # figures from the hardware library
     # the parent comes verbatim, inspirations shortened (blank-line runs squeezed)
     assert user.count("@triton.jit") == 2 and user.count("\n\n\n@triton.jit") == 1
 
