@@ -18,7 +18,10 @@ MAX_VALUES = 6
 #: At most this many configs in a whole space (hints included).
 MAX_CONFIGS = 2048
 #: At most this many kernel (non-hint) configs: each is traced separately.
-MAX_KERNEL_CONFIGS = 256
+MAX_KERNEL_CONFIGS = 64
+#: The verifier traces this many kernel configs by default (the default config and a
+#: seeded sample), so growing a block shifts its window rather than widen the space past it.
+TRACED_KERNEL_CONFIGS = 8
 
 WARPS = (1, 2, 4, 8, 16)
 STAGES = (1, 2, 3, 4, 5)

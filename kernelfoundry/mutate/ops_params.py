@@ -8,8 +8,8 @@ from typing import Any
 
 from ..candidate import HINT_PARAMS
 from .ast_module import Skip, all_names, jit_functions, uses_dot, write_params
-from .ops_base import (MAX_VALUES, STAGES, WARPS, Edit, OpContext, Operator, best_params,
-                       fit_space)
+from .ops_base import (MAX_VALUES, STAGES, TRACED_KERNEL_CONFIGS, WARPS, Edit, OpContext, Operator,
+                       best_params, fit_space, kernel_space_size)
 
 #: Bounds for power-of-two tiles feeding ``tl.dot`` and for 1-D blocks.
 DOT_TILE_BOUNDS = (16, 256)
@@ -49,18 +49,25 @@ def _edited(ctx: OpContext, space: dict[str, list[Any]], keep: str, description:
     return Edit(tree, description)
 
 
+def _too_wide(space: dict[str, list[Any]], name: str) -> bool:
+    return len(space[name]) > MAX_VALUES or \
+        (name not in HINT_PARAMS and kernel_space_size(space) > TRACED_KERNEL_CONFIGS)
+
+
 def _add_value(ctx: OpContext, name: str, value: Any, *, drop_far_end: bool) -> Edit:
-    """Add *value* to *name*; when full, drop the non-default value farthest from it."""
+    """Add *value* to *name*.  With *drop_far_end*, while the parameter is full or the
+    kernel space is wider than the verifier traces, the non-default value farthest
+    from *value* goes (the window shifts towards the new value)."""
     space = {k: list(v) for k, v in ctx.module.space.items()}
     values = space[name]
     values.append(value)
-    dropped = ""
-    if len(values) > MAX_VALUES and drop_far_end:
-        rest = values[1:-1]
-        far = max(rest, key=lambda v: abs(v - value))
+    dropped = []
+    while drop_far_end and len(values) > 2 and _too_wide(space, name):
+        far = max(values[1:-1], key=lambda v: abs(v - value))
         values.remove(far)
-        dropped = f", dropped {far}"
-    return _edited(ctx, space, name, f"{name}: add {value}{dropped} -> {values}")
+        dropped.append(far)
+    note = f", dropped {', '.join(map(str, dropped))}" if dropped else ""
+    return _edited(ctx, space, name, f"{name}: add {value}{note} -> {values}")
 
 
 def grow_block(ctx: OpContext) -> Edit:
