@@ -88,7 +88,7 @@ class HostChecker:
     def local_tensors(self, fn: ast.FunctionDef) -> set[str]:
         """Names in *fn* (and its nested scopes) that may hold tensors."""
         tensors = set(self.tensor_params[fn.name])
-        for _ in range(4):                         # flow-insensitive: iterate to a fixed point
+        while True:                                # flow-insensitive; monotone, so this terminates
             before = len(tensors)
             for node in ast.walk(fn):
                 if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
@@ -191,9 +191,8 @@ class HostChecker:
                                    f"shared state; {_NO_COMPUTE}.")
 
     def run(self) -> list[Violation]:
-        for _ in range(10):
-            if not self.propagate():
-                break
+        while self.propagate():                    # monotone: each round adds a tensor parameter or result
+            pass
         for fn in self.host.values():
             self.check_function(fn)
         return self.violations

@@ -85,7 +85,7 @@ TENSOR_METADATA_METHODS = frozenset({"size", "stride", "numel", "dim", "element_
                                      "is_floating_point"})
 TENSOR_METADATA_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "layout"})
 #: Tensor methods that allocate or make views (return tensors, compute nothing).
-TENSOR_VIEW_METHODS = frozenset({"view", "reshape", "contiguous", "unsqueeze", "squeeze", "flatten",
+TENSOR_VIEW_METHODS = frozenset({"view", "view_as", "reshape", "contiguous", "unsqueeze", "squeeze", "flatten",
                                  "new_empty", "new_empty_strided", "new_zeros", "as_strided"})
 #: Builtins that may take a tensor argument without computing with its values.
 TENSOR_SAFE_BUILTINS = frozenset({"len", "isinstance", "tuple", "list", "print", "id"})

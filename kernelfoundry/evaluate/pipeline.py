@@ -174,10 +174,16 @@ def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, l
                           reason=f"the performance model could not score this kernel: {type(exc).__name__}: {exc}")
         gates.append(gate)
         return done(passed=False, gate="model", reason=gate.reason)
+    try:
+        descriptors = describe(traces, score.hardware.get(hardware[0]))
+    except Exception as exc:  # noqa: BLE001 - a trace the descriptors cannot read fails this candidate only
+        gate = GateResult(name="model", passed=False, seconds=time.perf_counter() - start,
+                          reason=f"the archive descriptors could not be computed: {type(exc).__name__}: {exc}")
+        gates.append(gate)
+        return done(passed=False, gate="model", reason=gate.reason)
     gates.append(GateResult(name="model", passed=True, reason=str(score.feedback),
                             seconds=time.perf_counter() - start,
                             details={"best_configs": list(score.best_configs)}))
-    descriptors = describe(traces, score.hardware.get(hardware[0]))
     return done(passed=True, gate=None, reason="", descriptors=descriptors, objective=objective,
                 hardware=dict(score.hardware))
 

@@ -206,3 +206,15 @@ MORE_HOSTILE = [
 @pytest.mark.parametrize("desc,code,rule", MORE_HOSTILE, ids=[h[0] for h in MORE_HOSTILE])
 def test_obfuscated_computation_is_refused(desc, code, rule):
     assert rule in rules(HEADER + code), desc
+
+
+def test_type_inference_reaches_a_fixed_point():
+    """Tensors smuggled through long reversed chains of names and helpers are still tracked."""
+    names = ("    for _ in range(2):\n        f = e\n        e = d\n        d = c\n        c = b\n        b = a\n"
+             "        a = x\n    g = f.exp()\n")
+    assert "host-compute" in rules(HEADER + GOOD_LAUNCH.replace("    y = ", names + "    y = ", 1))
+    chain = "".join(f"def h{i}(t):\n    return h{i + 1}(t)\n\n" for i in range(14, 0, -1))
+    chain = "def h15(t):\n    return t.exp()\n\n" + chain
+    source = HEADER + chain + GOOD_LAUNCH.replace("return y", "return h1(x)")
+    messages = [v.message for v in find_violations(source)]
+    assert any("t.exp()" in m and "h15" in m for m in messages), messages
