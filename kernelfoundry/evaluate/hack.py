@@ -20,11 +20,13 @@ from dataclasses import dataclass
 from ..candidate import HINT_PARAMS, ParamSpaceError, parse_param_space
 from .hack_policy import (ALLOWED_MODULES, JIT_DECORATORS, MODULE_MEMBERS, OTHER_DECORATORS,
                           REFUSED_ATTRIBUTES, REFUSED_BUILTINS, REFUSED_IDENTIFIERS,
-                          REFUSED_MODULE_WHY, TL_REFUSED, TORCH_ALLOWED, TRITON_ALLOWED)
+                          REFUSED_MODULE_WHY, TENSOR_METADATA_METHODS, TL_REFUSED, TORCH_ALLOWED,
+                          TRITON_ALLOWED)
 from .records import GateResult
 
 MAX_SOURCE_BYTES = 256 * 1024
 MAX_REPORTED = 6
+DECORATOR_CALLABLE_BUILTINS = frozenset({"min", "max", "int", "bool", "float", "len", "abs", "round"})
 _FORMAT_ATTRIBUTE = re.compile(r"\{[^{}]*[.\[]_")
 
 
@@ -134,6 +136,8 @@ class ModuleChecker:
                    else "only triton.jit, cdiv, next_power_of_2, heuristics and triton.language are allowed")
         elif (mod == "triton.language" or mod.startswith("triton.language.")) and member in TL_REFUSED:
             why = "compiler internals are not allowed; use the public triton.language ops"
+        elif not self.module_allowed(mod):          # an intermediate package such as triton.tools
+            why = f"only the allowed submodules of {mod} may be used"
         elif mod in MODULE_MEMBERS and MODULE_MEMBERS[mod] is not None and member not in MODULE_MEMBERS[mod]:
             why = ("caches across calls are not allowed (every call must recompute)" if member in
                    ("lru_cache", "cache", "cached_property") else
@@ -154,8 +158,9 @@ class ModuleChecker:
         mod = self.modules[node.id]
         chain = parent
         while mod and isinstance(chain, ast.Attribute):      # descend through submodules: tl.extra.libdevice
-            if self.module_allowed(f"{mod}.{chain.attr}") and mod != "torch":
-                mod = f"{mod}.{chain.attr}"
+            sub = f"{mod}.{chain.attr}"
+            if mod != "torch" and (self.module_allowed(sub) or any(m.startswith(sub + ".") for m in ALLOWED_MODULES)):
+                mod = sub
                 chain = parents.get(chain)
                 continue
             if self.member_allowed(chain, mod, chain.attr) and mod == "torch" and chain.attr == "Tensor":
@@ -228,6 +233,26 @@ class ModuleChecker:
             if name not in JIT_DECORATORS and name not in OTHER_DECORATORS:
                 self.add(dec, "decorator", f"decorator `@{name or ast.unparse(dec)}` is not allowed; use "
                                            "@triton.jit (caching and autotuning decorators are refused).")
+            elif isinstance(dec, ast.Call):
+                self.check_decorator_arguments(dec)
+
+    def check_decorator_arguments(self, dec: ast.Call) -> None:
+        """Callbacks in decorator options (heuristics, launch_metadata) receive the kernel's tensor
+        arguments at launch: they may only compute constexpr values from shapes, never call torch."""
+        for arg in [*dec.args, *(k.value for k in dec.keywords)]:
+            for node in ast.walk(arg):
+                if not isinstance(node, ast.Call):
+                    continue
+                func = node.func
+                name = dotted(func) or ""
+                if (isinstance(func, ast.Name) and func.id in DECORATOR_CALLABLE_BUILTINS
+                        or name in ("triton.cdiv", "triton.next_power_of_2")
+                        or (name.split(".")[0] in self.modules and self.modules[name.split(".")[0]] == "math")
+                        or isinstance(func, ast.Attribute) and func.attr in TENSOR_METADATA_METHODS):
+                    continue
+                self.add(node, "decorator", f"`{ast.unparse(func)}(...)` in decorator options is not allowed: "
+                                            "heuristics may only compute constexpr values from argument shapes "
+                                            "(min, max, int, triton.cdiv, x.stride(), x.numel(), ...).")
 
     def check_module_level(self) -> None:
         """Top level: docstring, imports, constant assignments, PARAMS, function definitions."""

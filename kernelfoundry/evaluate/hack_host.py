@@ -16,7 +16,7 @@ import ast
 
 from .hack import ModuleChecker, Violation, dotted
 from .hack_policy import (TENSOR_METADATA_ATTRS, TENSOR_METADATA_METHODS, TENSOR_SAFE_BUILTINS,
-                          TENSOR_VIEW_METHODS, TORCH_ALLOCATORS)
+                          TENSOR_VIEW_METHODS, TENSOR_WRAPPERS, TORCH_ALLOCATORS)
 
 _NO_COMPUTE = ("launch may only allocate, read shapes/strides, make views and launch kernels; "
                "compute everything inside a @triton.jit kernel")
@@ -38,18 +38,21 @@ class HostChecker:
             self.tensor_params["launch"] = set(positional) | ({args.vararg.arg} if args.vararg else set())
 
     # ---- typing --------------------------------------------------------------------------
-    def allocator(self, func: ast.AST) -> bool:
+    def full_name(self, func: ast.AST) -> str | None:
+        """The module path *func* refers to (``empty`` -> ``torch.empty``), or None."""
         name = dotted(func)
         if name is None:
-            return False
+            return None
         root, _, rest = name.partition(".")
         if root in self.module.members:
-            full = self.module.members[root] + (f".{rest}" if rest else "")
-        elif root in self.module.modules:
-            full = self.module.modules[root] + (f".{rest}" if rest else "")
-        else:
-            return False
-        return full.startswith("torch.") and full.split(".", 1)[1] in TORCH_ALLOCATORS
+            return self.module.members[root] + (f".{rest}" if rest else "")
+        if root in self.module.modules:
+            return self.module.modules[root] + (f".{rest}" if rest else "")
+        return None
+
+    def allocator(self, func: ast.AST) -> bool:
+        full = self.full_name(func)
+        return full is not None and full.startswith("torch.") and full.split(".", 1)[1] in TORCH_ALLOCATORS
 
     def is_tensor(self, node: ast.AST | None, tensors: set[str]) -> bool:
         if node is None:
@@ -143,11 +146,13 @@ class HostChecker:
         if isinstance(func, ast.Subscript):              # kernel[grid](...)
             return isinstance(func.value, ast.Name) and func.value.id in self.module.jit_names
         if isinstance(func, ast.Name):
-            return func.id in self.host or func.id in TENSOR_SAFE_BUILTINS or self.allocator(func)
+            return (func.id in self.host or func.id in TENSOR_SAFE_BUILTINS or self.allocator(func)
+                    or self.full_name(func) in TENSOR_WRAPPERS)
         if isinstance(func, ast.Attribute):
             if self.is_tensor(func.value, tensors):
                 return func.attr in TENSOR_VIEW_METHODS | TENSOR_METADATA_METHODS
-            return self.allocator(func) or dotted(func) in ("torch.is_tensor", "torch.is_floating_point")
+            return self.allocator(func) or self.full_name(func) in TENSOR_WRAPPERS | {
+                "torch.is_tensor", "torch.is_floating_point"}
         return False
 
     def check_function(self, fn: ast.FunctionDef) -> None:

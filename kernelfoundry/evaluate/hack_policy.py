@@ -8,7 +8,7 @@ from __future__ import annotations
 
 #: Modules a candidate may import (plus ``triton.language.*`` submodules and ``__future__``).
 ALLOWED_MODULES = frozenset({"torch", "triton", "triton.language", "math", "typing", "functools",
-                             "itertools", "numbers", "dataclasses"})
+                             "itertools", "numbers", "dataclasses", "triton.tools.tensor_descriptor"})
 
 #: Members of ``torch`` a candidate may touch: dtypes, type names and allocation.
 #: ``zeros``/``zeros_like`` are allowed because split-K and atomic kernels need a
@@ -36,7 +36,12 @@ MODULE_MEMBERS: dict[str, frozenset[str] | None] = {
     "numbers": frozenset({"Number", "Integral", "Real"}),
     "dataclasses": frozenset({"dataclass", "field"}),
     "functools": frozenset({"partial", "wraps", "reduce"}),
+    "triton.tools.tensor_descriptor": frozenset({"TensorDescriptor"}),
 }
+
+#: Host-side constructors that wrap a tensor for a kernel (TMA descriptors) without computing.
+TENSOR_WRAPPERS = frozenset({"triton.tools.tensor_descriptor.TensorDescriptor.from_tensor",
+                             "triton.tools.tensor_descriptor.TensorDescriptor"})
 
 #: Why a module is refused, for the most common ones (the reason goes to the LLM).
 REFUSED_MODULE_WHY = {

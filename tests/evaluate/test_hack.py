@@ -39,6 +39,7 @@ def rules(source: str) -> set[str]:
 
 def test_seed_kernels_pass():
     seeds = sorted((REPO / "experiments" / "tasks" / "kernels").glob("*.py"))
+    seeds += sorted((REPO / "tests" / "evaluate" / "kernels").glob("*.py"))     # trace test kernels
     assert seeds, "no seed kernels found"
     for path in seeds:
         gate = hack_gate(path.read_text())
@@ -218,3 +219,27 @@ def test_type_inference_reaches_a_fixed_point():
     source = HEADER + chain + GOOD_LAUNCH.replace("return y", "return h1(x)")
     messages = [v.message for v in find_violations(source)]
     assert any("t.exp()" in m and "h15" in m for m in messages), messages
+
+
+def test_decorator_callbacks_cannot_compute():
+    """triton.heuristics / launch_metadata callbacks get the kernel's tensors at launch time."""
+    legit = HEADER.replace("@triton.jit\ndef copy_kernel", '@triton.heuristics({"EVEN": lambda args: args["n"] % '
+                           'args["BLOCK"] == 0, "B2": lambda a: max(16, triton.next_power_of_2(a["n"]))})\n'
+                           "@triton.jit\ndef copy_kernel") + GOOD_LAUNCH
+    assert find_violations(legit) == []
+    hostile = HEADER.replace("@triton.jit\ndef copy_kernel", '@triton.heuristics({"X": lambda args: '
+                             'args["y_ptr"].copy_(args["x_ptr"].softmax(-1))})\n@triton.jit\ndef copy_kernel')
+    assert "decorator" in rules(hostile + GOOD_LAUNCH)
+    hostile = HEADER.replace("@triton.jit\ndef copy_kernel", "@triton.jit(launch_metadata=lambda grid, kernel, "
+                             "args: print(args))\ndef copy_kernel")
+    assert "decorator" in rules(hostile + GOOD_LAUNCH)
+
+
+def test_tensor_descriptors_allowed_other_triton_tools_not():
+    source = (REPO / "tests" / "evaluate" / "kernels" / "sum_atomic_descriptor.py").read_text()
+    dotted_use = source.replace("from triton.tools.tensor_descriptor import TensorDescriptor",
+                                "import triton.tools.tensor_descriptor").replace(
+        "TensorDescriptor.from_tensor", "triton.tools.tensor_descriptor.TensorDescriptor.from_tensor")
+    assert find_violations(dotted_use) == []
+    assert "module-member" in rules("import triton\nX = triton.tools.disasm\n" + GOOD_LAUNCH)
+    assert "import" in rules("from triton.tools import disasm\n" + GOOD_LAUNCH)
