@@ -15,10 +15,12 @@ fork and ``{"pid": N, "status": S, "maxrss_kb": K}`` after reaping.
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import threading
@@ -61,8 +63,19 @@ def _child(job: dict) -> None:
             os._exit(code & 0xFF)
 
 
+def _die_with_driver() -> None:
+    """SIGKILL the server (and so, by their own death signal, its children) if the driver dies."""
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)     # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != int(os.environ.get("KF_DRIVER_PID", os.getppid())):
+        os._exit(1)                                             # the driver died before prctl
+
+
 def serve(preload: list[str]) -> None:
     """Server main loop: requests on stdin, responses on the original stdout."""
+    _die_with_driver()
     responses = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)                     # stray prints from imports must not corrupt the protocol
     import torch  # noqa: F401  - the point of the server: import once
@@ -106,7 +119,7 @@ class ForkServer:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kernelfoundry.evaluate.sandbox_forkserver", *preload],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env=env, start_new_session=True, close_fds=True)
+            env={**env, "KF_DRIVER_PID": str(os.getpid())}, start_new_session=True, close_fds=True)
         hello = self.read_message(start_timeout_s)
         if not hello or not hello.get("ready"):
             self.close()

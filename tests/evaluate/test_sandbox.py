@@ -218,3 +218,55 @@ def test_fork_server_is_reused_and_fast(probe):
         out = run_sandboxed(probe, {"do": "ok", "value": i}, FAST, mode="fork")
         assert out.ok and out.result["echo"] == i and out.mode == "fork"
     assert (time.monotonic() - start) / 5 < 0.5
+
+
+DRIVER = r'''
+import sys, threading, time
+from kernelfoundry.evaluate.sandbox import SandboxLimits, fork_server_pids, run_sandboxed
+threading.Thread(target=run_sandboxed, args=(sys.argv[1], {"do": "sleep"}, SandboxLimits(wall_s=600)),
+                 daemon=True).start()
+while not fork_server_pids():
+    time.sleep(0.05)
+time.sleep(1.0)
+print(fork_server_pids()[0], flush=True)
+time.sleep(600)
+'''
+
+
+def test_killing_the_driver_kills_server_and_child(probe):
+    """A driver (e.g. a Ray worker) SIGKILLed mid-job leaves no server or sandboxed child behind."""
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(__import__("kernelfoundry").REPO_DIR), os.environ.get("PYTHONPATH")) if p))
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, probe], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        server = int(driver.stdout.readline())
+        children = [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
+                    if _parent_of(pid) == server]
+        assert children, "the sleeping job should be running under the server"
+    finally:
+        driver.kill()
+        driver.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in [server, *children]):
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in [server, *children])
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read()
+    except OSError:
+        return None
+    return int(text[text.rfind(b")") + 2:].split()[1])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read()
+    except OSError:
+        return False
+    return text[text.rfind(b")") + 2:].split()[0] != b"Z"
