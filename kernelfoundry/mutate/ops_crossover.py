@@ -2,6 +2,8 @@
 
 * ``cross_params``: the kernels and ``launch`` of one parent with the PARAMS of the
   other merged in (union, intersection, or the other's lists) for shared names.
+* ``swap_kernel``: one parent's version of a kernel (same name and signature)
+  replaces the other's, under the other's ``launch`` and PARAMS.
 * ``graft_order``: one parent's program-id -> tile mapping (e.g. grouped ordering)
   replaces the other's row-major one, with any template parameter it needs.
 
@@ -13,11 +15,12 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 from typing import Any
 
-from .ast_module import (KernelModule, Skip, arg_names, is_call_to, jit_functions, launch_function,
-                         launched_kernels, loaded_names, read_params, statement_lists, stored_names,
-                         write_params)
+from .ast_module import (KernelModule, Skip, arg_names, is_call_to, is_constexpr_arg, jit_functions,
+                         launch_function, launched_kernels, loaded_names, read_params, statement_lists,
+                         stored_names, write_params)
 from .ast_signature import add_template_param
 from .ops_base import MAX_VALUES, Edit, OpContext, Operator, fit_space
 from .ops_ordering import find_2d_order, find_linear_order
@@ -76,10 +79,12 @@ def cross_params(ctx: OpContext) -> Edit:
                 space = fit_space(space, "", ctx.rng)
             except Skip:
                 continue
-            if space in (ctx.module.space, other.space):
+            if space == base.space:
                 continue
             tree = base.clone()
             write_params(tree, space)
+            if ast.dump(tree) == ast.dump(donor.tree):   # same code: that is the other parent
+                continue
             changed = [n for n in shared if space[n] != base.space[n]]
             which = "parent" if base is ctx.module else "inspiration"
             return Edit(tree, f"code of the {which}, PARAMS {mode} with the other parent for "
@@ -166,7 +171,41 @@ def graft_order(ctx: OpContext) -> Edit:
     raise Skip(reasons[0])
 
 
+def _signature(fn: ast.FunctionDef) -> list[tuple[str, bool]]:
+    return [(a.arg, is_constexpr_arg(a)) for a in fn.args.args] + [("*", bool(fn.args.vararg or fn.args.kwarg))]
+
+
+def swap_kernel(ctx: OpContext) -> Edit:
+    """Put the other parent's version of a same-named, same-signature kernel into this one."""
+    other = _other(ctx)
+    pairs = [(ctx.module, other), (other, ctx.module)]
+    ctx.rng.shuffle(pairs)
+    for base, donor in pairs:
+        tree = base.clone()
+        mine, theirs = jit_functions(tree), jit_functions(donor.tree)
+        module_names = {s.name for s in donor.tree.body if isinstance(s, ast.FunctionDef)}
+        options = []
+        for name, fn in mine.items():
+            if name not in theirs or ast.dump(fn) == ast.dump(theirs[name]):
+                continue
+            if _signature(fn) != _signature(theirs[name]):
+                continue
+            helpers = (loaded_names(theirs[name]) & module_names) - set(mine) - {name}
+            if not helpers:
+                options.append(name)
+        if not options:
+            continue
+        name = ctx.rng.choice(sorted(options))
+        tree.body[tree.body.index(mine[name])] = copy.deepcopy(jit_functions(donor.tree)[name])
+        if ast.dump(tree) in (ast.dump(base.tree), ast.dump(donor.tree)):
+            continue
+        which = "parent" if base is ctx.module else "inspiration"
+        return Edit(tree, f"{name} from the other parent into the {which}'s module (its launch and PARAMS)")
+    raise Skip("no same-named kernel with the same signature differs between the parents")
+
+
 OPERATORS = (
     Operator("cross_params", "crossover", 2.0, cross_params),
+    Operator("swap_kernel", "crossover", 2.0, swap_kernel),
     Operator("graft_order", "crossover", 3.0, graft_order),
 )

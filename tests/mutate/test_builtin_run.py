@@ -179,6 +179,19 @@ def test_crossover_child_matches_reference(tmp_path):
         assert child.source is not None and mismatch(m, child.source, tmp_path) is None
 
 
+def test_swapped_kernel_child_matches_reference(tmp_path):
+    t = task("softmax")
+    source = t.seeds[0].read_text()
+    online, single = apply("online_softmax", source), apply("whole_row", apply("grow_block", source))
+    module = KernelModule.parse(single)
+    ctx = OpContext(module=module, rng=random.Random(1), parent=ParentView(id=1, source=single),
+                    other=KernelModule.parse(online))
+    edit = OPS["swap_kernel"].apply(ctx)
+    child = module.render(edit.tree)
+    assert child not in (online, single)
+    assert mismatch(t, child, tmp_path) is None
+
+
 @pytest.mark.parametrize("task_name", ["softmax", "matmul"])
 def test_chain_of_20_mutations_stays_correct(task_name, tmp_path):
     """20 seeded mutations in sequence, each applied to the previous result."""

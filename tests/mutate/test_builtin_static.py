@@ -152,6 +152,22 @@ def test_graft_order_brings_grouped_mapping_and_its_parameter():
     assert "group_size_m" in child and "GROUP_M=GROUP_M" in child
 
 
+def test_swap_kernel_combines_structures_of_both_parents():
+    source = seed_source("softmax")
+    online, _ = apply("online_softmax", source)
+    single, _ = apply("whole_row", source)
+    module = KernelModule.parse(single)
+    ctx = OpContext(module=module, rng=random.Random(0), parent=ParentView(id=1, source=single),
+                    other=KernelModule.parse(online))
+    child = module.render(OPS["swap_kernel"].apply(ctx).tree)
+    assert "m_safe" in child and "softmax_kernel_row" in child      # online kernel, single-pass dispatch
+    coarse, _ = apply("rows_per_program", source)                    # signatures differ: nothing to swap
+    ctx = OpContext(module=KernelModule.parse(coarse), rng=random.Random(0),
+                    parent=ParentView(id=1, source=coarse), other=KernelModule.parse(online))
+    with pytest.raises(Skip):
+        OPS["swap_kernel"].apply(ctx)
+
+
 def test_crossover_proposals_differ_from_both_parents():
     naive = seed_source("matmul")
     grouped, _ = apply("grouped_order", naive)
@@ -163,7 +179,7 @@ def test_crossover_proposals_differ_from_both_parents():
         used.add(proposal.mutator)
         dump = ast.dump(ast.parse(proposal.source))
         assert dump not in (ast.dump(ast.parse(wide)), ast.dump(ast.parse(grouped)))
-    assert used == {"builtin:graft_order", "builtin:cross_params"}
+    assert {"builtin:graft_order", "builtin:cross_params"} <= used
     # the grouped parent plus its own row-major original: grafting would only recreate a parent
     same = BuiltinMutator().propose(request("matmul", naive, kind="crossover", other=grouped))
     assert same.source is None or ast.dump(ast.parse(same.source)) not in (
