@@ -4,6 +4,8 @@ It needs no LLM and never runs candidate code.  For a request it draws operators
 of the request's kind ("mutate", "crossover", "fix") by weight, without
 replacement, and returns the first edit that applies and yields a valid, different
 source; when none does, an error :class:`Proposal` lists why each was skipped.
+Crossover of incompatible parents (different ``launch`` inputs) is refused; compatible
+parents with nothing to combine get a mutation of the first parent instead.
 Operators and their bounds: ``docs/builtin_mutator.md``.
 """
 
@@ -17,6 +19,7 @@ from .ast_module import KernelModule, Skip
 from .base import MutationRequest, Proposal
 from .ops_base import Edit, OpContext, Operator, check_space
 from . import ops_crossover, ops_online, ops_ordering, ops_params, ops_repair, ops_rows, ops_wholerow
+from .ops_crossover import check_compatible
 
 KINDS = ("mutate", "crossover", "fix")
 
@@ -80,11 +83,33 @@ class BuiltinMutator:
                 other = KernelModule.parse(mate.source)
             except Skip as exc:
                 return self._error(f"inspiration #{mate.id} cannot be edited: {exc}", parent_ids)
+            try:
+                check_compatible(module, other)
+            except Skip as exc:
+                return self._error(str(exc), parent_ids)
         rng = random.Random(f"builtin:{self.seed}:{request.seed}:{kind}")
+        proposal, skipped = self._first_edit(kind, module, other, request, rng, parent_ids)
+        if proposal is None and kind == "crossover":
+            # Compatible parents with nothing to combine (e.g. a parent and its own child):
+            # mutate the parent instead of wasting the slot, and say so.
+            proposal, more = self._first_edit("mutate", module, None, request, rng, (parent.id,))
+            skipped += more
+            if proposal is not None:
+                proposal.description = f"crossover had nothing to combine; {proposal.description}"
+        if proposal is not None:
+            return proposal
+        if not skipped:
+            return self._error(f"no built-in operator of kind {kind!r}", parent_ids)
+        return self._error(f"no built-in {kind} operator applies: " + "; ".join(skipped), parent_ids)
+
+    def _first_edit(self, kind: str, module: KernelModule, other: KernelModule | None,
+                    request: MutationRequest, rng: random.Random,
+                    parent_ids: tuple[int, ...]) -> tuple[Proposal | None, list[str]]:
+        """The first operator of *kind* (in seeded weighted order) that yields a valid edit."""
         ops = _draw_order([op for op in self.operators if op.kind == kind], rng)
         skipped = []
         for op in ops:
-            ctx = OpContext(module=module, rng=random.Random(rng.getrandbits(64)), parent=parent,
+            ctx = OpContext(module=module, rng=random.Random(rng.getrandbits(64)), parent=request.parent,
                             task=request.task, other=other,
                             other_view=request.inspirations[0] if other is not None else None)
             try:
@@ -97,10 +122,8 @@ class BuiltinMutator:
                 skipped.append(f"{op.name}: internal error {type(exc).__name__}: {exc}")
                 continue
             return Proposal(source=source, mutator=f"builtin:{op.name}", description=edit.description,
-                            parent_ids=parent_ids)
-        if not ops:
-            return self._error(f"no built-in operator of kind {kind!r}", parent_ids)
-        return self._error(f"no built-in {kind} operator applies: " + "; ".join(skipped), parent_ids)
+                            parent_ids=parent_ids), skipped
+        return None, skipped
 
     @staticmethod
     def _error(message: str, parent_ids: tuple[int, ...]) -> Proposal:

@@ -161,7 +161,7 @@ def _match_at(fn: ast.FunctionDef, body: list[ast.stmt], i: int) -> SoftmaxPasse
     inner = _reduced(e, "max")
     if isinstance(e, ast.Name):                 # vector running max, reduced after the loop
         red = _assign(body[k]) if k < len(body) else None
-        if not red or _reduced(red[1], "max") is None or not same(_reduced(red[1], "max"), ast.Name(id=acc_max, ctx=ast.Load())):
+        if not red or not same(_reduced(red[1], "max"), ast.Name(id=acc_max, ctx=ast.Load())):
             return None
         x, m, vector_max = e.id, red[0], True
         k += 1

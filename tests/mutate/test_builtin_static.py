@@ -180,10 +180,15 @@ def test_crossover_proposals_differ_from_both_parents():
         dump = ast.dump(ast.parse(proposal.source))
         assert dump not in (ast.dump(ast.parse(wide)), ast.dump(ast.parse(grouped)))
     assert {"builtin:graft_order", "builtin:cross_params"} <= used
-    # the grouped parent plus its own row-major original: grafting would only recreate a parent
-    same = BuiltinMutator().propose(request("matmul", naive, kind="crossover", other=grouped))
-    assert same.source is None or ast.dump(ast.parse(same.source)) not in (
-        ast.dump(ast.parse(naive)), ast.dump(ast.parse(grouped)))
+
+
+def test_crossover_with_nothing_to_combine_mutates_the_first_parent():
+    naive = seed_source("matmul")
+    grouped, _ = apply("grouped_order", naive)      # grafting back would only recreate a parent
+    proposal = BuiltinMutator().propose(request("matmul", naive, kind="crossover", other=grouped))
+    assert proposal.source is not None and proposal.parent_ids == (1,)
+    assert proposal.description.startswith("crossover had nothing to combine")
+    assert ast.dump(ast.parse(proposal.source)) not in (ast.dump(ast.parse(naive)), ast.dump(ast.parse(grouped)))
 
 
 def test_fix_drops_values_named_by_feedback():
