@@ -37,16 +37,22 @@ def _parse_value(text: str, like: list[Any]) -> Any:
 
 
 def drop_failing_values(ctx: OpContext) -> Edit:
-    """Remove the parameter values the failing gate's feedback names."""
-    feedback = ctx.parent.feedback or ""
+    """Remove the parameter values the failing gate's feedback names: the non-default
+    ones when there are any (a non-default config failed), else the defaults."""
+    feedback = re.sub(r"\{[^{}]*\}", "", ctx.parent.feedback or "")   # shapes like {M=7, N=129}
     space = {k: list(v) for k, v in ctx.module.space.items()}
-    dropped = []
+    named = []
     for name, values in space.items():
         for match in _value_pattern(name).finditer(feedback):
             value = _parse_value(match.group(1), values)
-            if value is not None and value in values and len(values) > 1:
-                values.remove(value)
-                dropped.append(f"{name}={value}")
+            if value is not None and len(values) > 1 and (name, value) not in named:
+                named.append((name, value))
+    non_default = [(n, v) for n, v in named if space[n][0] != v]
+    dropped = []
+    for name, value in non_default or named:
+        if value in space[name] and len(space[name]) > 1:
+            space[name].remove(value)
+            dropped.append(f"{name}={value}")
     if not dropped:
         raise Skip("feedback names no removable parameter value")
     tree = ctx.module.clone()

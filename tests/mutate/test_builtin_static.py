@@ -225,3 +225,13 @@ def test_unusable_parent_is_an_error(bad):
 def test_unknown_kind_is_an_error():
     proposal = BuiltinMutator().propose(request("softmax", seed_source("softmax"), kind="explode"))
     assert proposal.source is None and "unknown request kind" in proposal.error
+
+
+def test_fix_drops_the_non_default_values_of_a_failing_config():
+    source, _ = apply("rows_per_program", seed_source("softmax"))      # BLOCK_N [256, 512], ROWS [4, 2, 8]
+    feedback = ("shape {M=64, N=1000}, profile 'normal', config BLOCK_N=512,ROWS_PER_PROGRAM=4: "
+                "output 0 differs")
+    proposal = BuiltinMutator().propose(request("softmax", source, kind="fix", passed=False, gate="correctness",
+                                                feedback=feedback))
+    space = parse_param_space(proposal.source)
+    assert space["BLOCK_N"] == [256] and space["ROWS_PER_PROGRAM"] == [4, 2, 8]
