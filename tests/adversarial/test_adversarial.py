@@ -91,7 +91,7 @@ def corpus_results():
 
     def one(rel: str):
         task = tasks[rel.split("/")[0]]
-        limits = with_limits(default_limits(task, 24.0), rss_bytes=1 << 30)
+        limits = with_limits(default_limits(task, 24.0), rss_bytes=768 << 20)
         start = time.monotonic()
         result = verify(task, (HERE / rel).read_text(), ["h100"], limits=limits)
         return rel, result, time.monotonic() - start
