@@ -235,3 +235,33 @@ def test_fix_drops_the_non_default_values_of_a_failing_config():
                                                 feedback=feedback))
     space = parse_param_space(proposal.source)
     assert space["BLOCK_N"] == [256] and space["ROWS_PER_PROGRAM"] == [4, 2, 8]
+
+
+def test_proposals_do_not_depend_on_the_hash_seed(tmp_path):
+    """Same request in fresh interpreters with different PYTHONHASHSEEDs -> same source."""
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "propose.py"
+    script.write_text(
+        "import sys, hashlib\n"
+        "from pathlib import Path\n"
+        "from kernelfoundry.task import load_task\n"
+        "from kernelfoundry.mutate.base import MutationRequest, ParentView\n"
+        "from kernelfoundry.mutate.builtin import BuiltinMutator\n"
+        f"task = load_task({str(TASKS / 'matmul.yaml')!r})\n"
+        "src = task.seeds[0].read_text()\n"
+        "out = []\n"
+        "for s in range(6):\n"
+        "    p = BuiltinMutator(seed=2).propose(MutationRequest(task=task, parent=ParentView(id=0, source=src), seed=s))\n"
+        "    src = p.source or src\n"
+        "    out.append(p.mutator)\n"
+        "print(out, hashlib.sha256(src.encode()).hexdigest())\n")
+    root = Path(__file__).resolve().parents[2]
+    results = set()
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(root)}
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        results.add(done.stdout)
+    assert len(results) == 1
