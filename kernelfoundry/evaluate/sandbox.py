@@ -132,6 +132,13 @@ def _acquire_fork_server(module: str) -> ForkServer | None:
         return server
 
 
+def _discard_fork_server(module: str, server: ForkServer) -> None:
+    with _SERVERS_LOCK:
+        if server in _SERVERS.get(module, []):
+            _SERVERS[module].remove(server)
+    server.close()
+
+
 def shutdown_fork_servers() -> None:
     """Stop every fork server this process started (also runs at exit)."""
     with _SERVERS_LOCK:
@@ -357,6 +364,10 @@ def run_sandboxed(module: str, payload: dict[str, Any], limits: SandboxLimits | 
     server = _acquire_fork_server(module) if mode == "fork" else None
     try:
         return _run(module, payload, limits, server, mode)
+    except BaseException:
+        if server is not None:            # interrupted mid-job: its protocol state is unknown, drop it
+            _discard_fork_server(module, server)
+        raise
     finally:
         if server is not None:
             server.lock.release()
@@ -406,9 +417,11 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
                 child = _spawn(spec_path, output_fd, sandbox_env())
             else:
                 mode = "fork"
-            killed_by, reason, peak = _watch(child, limits, output_fd, uid, start)
-            wall = time.monotonic() - start
-            _kill_all(child.pid, uid)
+            try:
+                killed_by, reason, peak = _watch(child, limits, output_fd, uid, start)
+            finally:                                   # also on KeyboardInterrupt: nothing may outlive the job
+                wall = time.monotonic() - start
+                _kill_all(child.pid, uid)
             tail, out_bytes = _tail(output_fd, limits.tail_bytes)
         finally:
             os.close(output_fd)

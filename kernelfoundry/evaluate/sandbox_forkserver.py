@@ -154,7 +154,7 @@ class ForkServer:
         except (BrokenPipeError, OSError) as exc:
             raise ForkServerError(f"fork server is gone: {exc}") from None
         msg = self.read_message(30.0)
-        if not msg or "pid" not in msg:
+        if not msg or "pid" not in msg or "status" in msg:
             raise ForkServerError("fork server did not report the child's pid")
         return int(msg["pid"])
 

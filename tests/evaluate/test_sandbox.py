@@ -270,3 +270,26 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return text[text.rfind(b")") + 2:].split()[0] != b"Z"
+
+
+def test_interrupted_job_kills_child_and_resets_server(probe, monkeypatch):
+    """An exception in the driver mid-job (e.g. Ctrl-C) kills the child and drops that fork server."""
+    from kernelfoundry.evaluate import sandbox
+    run_sandboxed(probe, {"do": "ok", "value": 0}, FAST, mode="fork")          # a warm server
+    started = []
+    real_watch = sandbox._watch
+
+    def interrupted(child, *args):
+        started.append(child.pid)
+        child.wait(0.5)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sandbox, "_watch", interrupted)
+    before = set(sandbox.fork_server_pids())
+    with pytest.raises(KeyboardInterrupt):
+        run_sandboxed(probe, {"do": "sleep"}, FAST, mode="fork")
+    monkeypatch.setattr(sandbox, "_watch", real_watch)
+    assert started and not _alive(started[0])
+    assert len(before - set(sandbox.fork_server_pids())) == 1
+    out = run_sandboxed(probe, {"do": "ok", "value": 7}, FAST, mode="fork")
+    assert out.ok and out.result["echo"] == 7
