@@ -265,3 +265,25 @@ def test_proposals_do_not_depend_on_the_hash_seed(tmp_path):
         assert done.returncode == 0, done.stderr
         results.add(done.stdout)
     assert len(results) == 1
+
+
+def test_renderer_keeps_comments_and_survives_shared_lines():
+    source = seed_source("softmax").replace(
+        "@triton.jit\ndef softmax_kernel", "# the kernel\n@triton.jit(debug=False)\ndef softmax_kernel")
+    new, _ = apply("online_softmax", source)
+    assert "# the kernel\n@triton.jit(debug=False)\ndef softmax_kernel" in new
+    assert new.startswith('"""Naive softmax')
+    crammed = source.replace("import torch\nimport triton\n", "import torch; import triton\n")
+    new, _ = apply("grow_block", crammed)                       # falls back to a full unparse
+    assert parse_param_space(new)["BLOCK_N"] == [256, 512, 1024] and "import triton" in new
+
+
+def test_an_operator_bug_is_reported_not_raised():
+    from kernelfoundry.mutate.ops_base import Operator
+
+    def broken(ctx):
+        raise KeyError("oops")
+
+    mutator = BuiltinMutator(operators=[Operator("broken", "mutate", 1.0, broken)])
+    proposal = mutator.propose(request("softmax", seed_source("softmax")))
+    assert proposal.source is None and "broken: internal error KeyError" in proposal.error
