@@ -379,7 +379,8 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
     if server is None and mode == "fork":
         why = _SERVER_FAILURES.get(module, f"all {MAX_SERVERS_PER_MODULE} servers busy")
         isolation.append(f"fork server unavailable ({why}); spawned")
-    base = tempfile.mkdtemp(prefix="kf-sandbox-")
+    _sweep_once()
+    base = tempfile.mkdtemp(prefix=f"kf-sandbox-{os.getpid()}-")
     uid = random.randrange(1 << 20, 1 << 30) if os.geteuid() == 0 else None
     try:
         os.chmod(base, 0o711)
@@ -490,6 +491,47 @@ def _watch(child: _Child, limits: SandboxLimits, output_fd: int, uid: int | None
         if killed_by:
             _kill_all(child.pid, uid)
     return killed_by, reason, peak
+
+
+_SWEPT = False
+
+
+def _sweep_once() -> None:
+    global _SWEPT
+    if not _SWEPT:
+        _SWEPT = True
+        sweep_stale_dirs()
+
+
+def sweep_stale_dirs() -> list[str]:
+    """Remove sandbox temp dirs left by drivers that died (e.g. a killed worker); return them.
+
+    A dir is ``kf-sandbox-<driver pid>-*``; it is stale when that pid is gone.
+    Files its throwaway uid left in world-writable directories go too.
+    """
+    removed = []
+    top = tempfile.gettempdir()
+    for entry in os.scandir(top):
+        parts = entry.name.split("-")
+        if not entry.name.startswith("kf-sandbox-") or len(parts) < 4 or not parts[2].isdigit():
+            continue
+        try:
+            os.kill(int(parts[2]), 0)
+            continue                                   # its driver is alive
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        try:
+            uid = os.stat(os.path.join(entry.path, "job"), follow_symlinks=False).st_uid
+        except OSError:
+            uid = 0
+        if uid and os.geteuid() == 0:
+            _kill_all(-1, uid)
+            _remove_files_of(uid)
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(entry.path)
+    return removed
 
 
 def _remove_files_of(uid: int) -> None:

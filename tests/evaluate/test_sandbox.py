@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from kernelfoundry.evaluate.sandbox import (SandboxLimits, _sandbox_pids, run_sandboxed,
-                                            shutdown_fork_servers)
+                                            shutdown_fork_servers, sweep_stale_dirs)
 
 # A job module run inside the sandbox: behaviour picked by payload["do"].
 PROBE = r'''
@@ -252,6 +252,12 @@ def test_killing_the_driver_kills_server_and_child(probe):
     while time.monotonic() < deadline and any(_alive(p) for p in [server, *children]):
         time.sleep(0.1)
     assert not any(_alive(p) for p in [server, *children])
+    import tempfile
+    stale = [d for d in os.listdir(tempfile.gettempdir()) if d.startswith(f"kf-sandbox-{driver.pid}-")]
+    assert stale, "a killed driver cannot clean up; the next driver's sweep does"
+    removed = sweep_stale_dirs()
+    assert all(os.path.join(tempfile.gettempdir(), d) in removed for d in stale)
+    assert not any(os.path.exists(os.path.join(tempfile.gettempdir(), d)) for d in stale)
 
 
 def _parent_of(pid: int) -> int | None:
