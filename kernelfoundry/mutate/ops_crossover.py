@@ -18,12 +18,12 @@ import builtins
 import copy
 from typing import Any
 
-from .ast_module import (KernelModule, Skip, arg_names, is_call_to, is_constexpr_arg, jit_functions,
-                         launch_function, launched_kernels, loaded_names, read_params, statement_lists,
-                         stored_names, write_params)
+from .ast_module import (KernelModule, Skip, all_names, arg_names, is_call_to, is_constexpr_arg,
+                         jit_functions, launch_function, launched_kernels, loaded_names, read_params,
+                         statement_lists, stored_names, write_params)
 from .ast_signature import add_template_param
 from .ops_base import MAX_VALUES, Edit, OpContext, Operator, fit_space
-from .ops_ordering import find_2d_order, find_linear_order
+from .ops_ordering import find_2d_order, find_linear_order, name_inline_order
 from .ops_params import pow2_bounds
 
 
@@ -120,8 +120,11 @@ def _graft(recipient: KernelModule, donor: KernelModule) -> Edit:
     tree = recipient.clone()
     donor_kernels = jit_functions(donor.tree)
     donor_space = read_params(donor.tree)
+    taken = all_names(tree)
     for name, fn in launched_kernels(tree).items():
         order = find_linear_order(fn) or find_2d_order(fn)
+        if order is None and name_inline_order(fn, taken):
+            order = find_linear_order(fn)
         if order is None or order.pid is None or not isinstance(order.pid, ast.Name) or name not in donor_kernels:
             continue
         pid = order.pid.id
@@ -149,7 +152,7 @@ def _graft(recipient: KernelModule, donor: KernelModule) -> Edit:
         new_params = [n for n in missing if n in arg_names(donor_kernels[name]) and n in donor_space]
         if lost or set(missing) - set(new_params):
             continue
-        body[start:end] = donor_block
+        body[start:end] = copy.deepcopy(donor_block)
         for p in sorted(new_params):
             add_template_param(tree, name, p, donor_space[p])
         extra = f" (adds {', '.join(sorted(new_params))})" if new_params else ""
