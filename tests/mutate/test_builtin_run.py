@@ -233,3 +233,18 @@ def test_operators_generalise_to_other_tasks(task_name, op_name, tmp_path):
     except Skip as exc:
         pytest.fail(f"{op_name} does not apply to {task_name}: {exc}")
     assert mismatch(t, new, tmp_path, configs=1) is None
+
+
+def test_graft_onto_an_inline_mapping_matches_reference(tmp_path):
+    path = TASKS / "matmul_bias_relu.yaml"
+    if not path.exists():
+        pytest.skip(f"{path.name} is not in this checkout")
+    t = load_task(path)
+    source = t.seeds[0].read_text()
+    grouped, wide = apply("grouped_order", source), apply("grow_block", source)
+    module = KernelModule.parse(wide)
+    ctx = OpContext(module=module, rng=random.Random(0), parent=ParentView(id=1, source=wide),
+                    other=KernelModule.parse(grouped))
+    child = module.render(OPS["graft_order"].apply(ctx).tree)
+    assert "GROUP_M" in parse_param_space(child)
+    assert mismatch(t, child, tmp_path, configs=3) is None
