@@ -270,7 +270,7 @@ class SearchDriver:
         if variant_id is None:
             return
         feedback = [v.to_dict() for v in list(self.views.values())[-8:]]
-        new = self.prompt_pool.evolve(variant_id, feedback, self.llm_client)
+        new = self.prompt_pool.evolve(variant_id, feedback, self.llm_client, task=self.task)
         log = getattr(self.prompt_pool, "drain_llm_log", lambda: [])()
         if log:
             self.store.add_llm_calls(None, log, purpose="prompt-evolution")

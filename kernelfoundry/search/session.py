@@ -103,8 +103,7 @@ def _mutator_setup(cfg, task: Task):
     """Pick the mutator: LLM when models are configured, else the built-in offline one."""
     if not cfg.models and not task.models:
         return {"type": "builtin"}, None, None, "no LLM model configured: using the built-in offline mutator"
-    from ..mutate.llm import parse_model_specs
-    from ..mutate.llm_client import LLMClient
+    from ..mutate.llm_client import LLMClient, parse_model_specs
     specs = parse_model_specs(list(task.models), list(cfg.models))
     spec = {"type": "llm", "models": [dataclasses.asdict(s) for s in specs]}
     pool = client = None
@@ -112,7 +111,7 @@ def _mutator_setup(cfg, task: Task):
     if cfg.prompt_evolution:
         from ..mutate.metaprompt import PromptPool
         pool = PromptPool.from_prompt_dir(None, seed=cfg.seed)
-        client = LLMClient()
+        client = LLMClient(models=specs, seed=cfg.seed)
         note += "; prompt evolution on"
     else:
         note += "; prompt evolution off"

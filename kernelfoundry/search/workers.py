@@ -33,7 +33,8 @@ def build_mutator(spec: dict[str, Any], seed: int):
         from ..mutate.builtin import BuiltinMutator
         return BuiltinMutator(seed=seed)
     if kind == "llm":
-        from ..mutate.llm import LLMMutator, ModelSpec
+        from ..mutate.llm import LLMMutator
+        from ..mutate.llm_client import ModelSpec
         models = [ModelSpec(**m) for m in spec["models"]]
         return LLMMutator(models, prompt_dir=spec.get("prompt_dir"), seed=seed,
                           timeout_s=spec.get("timeout_s", 120.0))
