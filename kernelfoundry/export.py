@@ -98,6 +98,20 @@ def export_run(run_dir: str | Path, *, out: Path | None = None, top: int | None 
         run.close()
 
 
+def export_llm_log(run_dir: str | Path, path: Path) -> int:
+    """Write RUN_DIR's LLM log as a replay JSONL (``--model replay/PATH`` answers from it); return its lines."""
+    from .mutate.replay import export_replay
+
+    run = open_run(run_dir)
+    try:
+        try:
+            return export_replay(run.store.iter_llm_calls(), path)
+        except OSError as exc:
+            raise UserError(f"cannot write the LLM log to {path}: {exc.strerror or exc}.") from None
+    finally:
+        run.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m kernelfoundry.export",
@@ -106,12 +120,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run_dir", type=Path, help="a run directory made by kernelfoundry.evolve")
     parser.add_argument("--out", type=Path, help="output directory (default: RUN_DIR/export)")
     parser.add_argument("--top", type=int, help="export only the K best elites")
+    parser.add_argument("--llm-log", type=Path, metavar="FILE",
+                        help="also write the run's LLM requests and answers as a replay JSONL: "
+                             "'evolve --model replay/FILE --seed S' with the run's seed reproduces its candidates")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     args = parser.parse_args(argv)
     try:
         if args.top is not None and args.top < 1:
             raise UserError(f"--top must be at least 1; got {args.top}.")
         out, manifest = export_run(args.run_dir, out=args.out, top=args.top)
+        if args.llm_log is not None:
+            n_lines = export_llm_log(args.run_dir, args.llm_log)
+            print(f"{args.llm_log}  {n_lines} recorded LLM answers (use --model replay/{args.llm_log})")
     except UserError as exc:
         if args.debug:
             traceback.print_exc()

@@ -53,3 +53,31 @@ def test_scripted_llm_improves_matmul_and_evolves_a_prompt(tmp_path, interpreter
         assert "64-256 wide tiles" in evolved[0]["sections"]["strategies"]
     finally:
         store.close()
+
+
+def _candidates(run_dir: Path) -> list[tuple]:
+    store = RunStore(run_dir / "run.sqlite")
+    try:
+        return [(r.parent_ids, r.kind, r.source, r.passed, r.gate, r.objective, r.cell)
+                for r in store.iter_candidates()]
+    finally:
+        store.close()
+
+
+def test_recorded_run_replayed_with_its_seed_gives_identical_candidates(tmp_path, interpreter, ray_local):
+    from kernelfoundry.export import main as export_main
+
+    def run(model: str, name: str):
+        reset_replay()
+        cfg = EvolveConfig(task=REPO_DIR / "experiments/tasks/matmul.yaml", budget=7, workers=1, seed=3,
+                           out=tmp_path / name, models=[model], quiet=True, archives_root=tmp_path)
+        return run_evolution(cfg)
+
+    _, first = run(f"replay/{REPLAY}", "recorded")
+    log = tmp_path / "recorded.jsonl"
+    assert export_main([str(first), "--out", str(tmp_path / "export"), "--llm-log", str(log)]) == 0
+    assert log.read_text().count("\n") >= 3
+    _, second = run(f"replay/{log}", "replayed")
+    recorded, replayed = _candidates(first), _candidates(second)
+    assert len(recorded) == 7 and any(c[3] and c[0] for c in recorded)
+    assert replayed == recorded

@@ -1,0 +1,82 @@
+"""The evolve command as a user meets it: bad input is refused with exit 2 and a message
+naming the problem, and a driver killed with SIGKILL loses only the candidates in flight."""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelfoundry import REPO_DIR
+from kernelfoundry.evolve import main
+
+RELU = REPO_DIR / "experiments/tasks/relu.yaml"
+
+
+def test_bad_task_field_is_named_and_nothing_is_started(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(RELU.read_text().replace("level: 1", "level: seven"))
+    assert main([str(bad), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "level" in err and "bad.yaml" in err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--hardware", "h100,tpu9"], "tpu9"),
+    (["--budget", "0"], "--budget"),
+    (["--workers", "-1"], "--workers"),
+    (["--max-cost", "-2"], "--max-cost"),
+])
+def test_bad_options_exit_2_with_the_reason(tmp_path, capsys, argv, message):
+    assert main([str(RELU), "--out", str(tmp_path / "run"), *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_missing_task_and_resume_of_a_non_run(tmp_path, capsys):
+    assert main([str(tmp_path / "nope.yaml")]) == 2
+    assert "nope.yaml" in capsys.readouterr().err
+    assert main(["--resume", str(tmp_path)]) == 2
+    assert str(tmp_path) in capsys.readouterr().err
+
+
+def _rows(db: Path) -> list[tuple]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT id, source, passed, objective FROM candidates ORDER BY id").fetchall()
+    finally:
+        conn.close()
+
+
+def test_sigkill_loses_only_in_flight_and_resume_finishes(tmp_path, ray_local):
+    run_dir = tmp_path / "run"
+    env = dict(os.environ, PYTHONPATH=str(REPO_DIR))
+    cmd = [sys.executable, "-m", "kernelfoundry.evolve", str(RELU), "--budget", "40", "--workers", "1",
+           "--out", str(run_dir), "--quiet"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    db = run_dir / "run.sqlite"
+    deadline = time.time() + 240
+    try:
+        while time.time() < deadline and proc.poll() is None:
+            if db.exists() and len(_rows(db)) >= 3:
+                break
+            time.sleep(0.5)
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+        os.kill(proc.pid, signal.SIGKILL)        # the driver only, as `kill -9 PID` does
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    before = _rows(db)
+    assert 3 <= len(before) < 40
+    assert [r[0] for r in before] == list(range(len(before)))
+
+    budget = len(before) + 2
+    assert main(["--resume", str(run_dir), "--budget", str(budget), "--quiet"]) == 0
+    after = _rows(db)
+    assert len(after) == budget and after[:len(before)] == before
