@@ -131,6 +131,8 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
         ("hardware", ", ".join(summary["hardware"])),
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
     ]
+    if summary.get("stop_reason"):
+        rows.append(("stopped early", summary["stop_reason"]))
     if "prompts" in summary:
         p = summary["prompts"]
         rows.append(("prompt variants", f"{p.get('n_variants')} ({p.get('n_evolved')} evolved)"))

@@ -58,8 +58,9 @@ class SearchDriver:
         self.hashes: set[str] = set()
         self.job_counter = int(store.get_meta("jobs_issued", 0))
         self.selector = Selector(settings.strategy, seed=settings.seed * 7919 + self.job_counter,
-                                 p_fix=0.1 if llm_client is not None else 0.0)
+                                 p_fix=0.1)
         self.consecutive_duplicates = 0
+        self.stop_reason: str | None = None
         self.last_summary = 0.0
         self._rebuild_from_store()
 
@@ -136,11 +137,13 @@ class SearchDriver:
             self._maybe_evolve_prompts()
             self._tick()
         if self.consecutive_duplicates >= MAX_CONSECUTIVE_DUPLICATES:
-            self.log(f"stopping early: the last {MAX_CONSECUTIVE_DUPLICATES} proposals were all duplicates "
-                     f"of stored candidates; the mutator has run out of new edits for this task.")
-        if self._cost_exhausted():
-            self.log(f"stopping early: LLM cost ${self.stats.cost_usd:.4f} reached --max-cost "
-                     f"${self.settings.max_cost:.4f}.")
+            self.stop_reason = (f"the last {MAX_CONSECUTIVE_DUPLICATES} proposals were all duplicates of stored "
+                                f"candidates: the mutator has run out of new edits for this task")
+        elif self._cost_exhausted():
+            self.stop_reason = (f"LLM cost ${self.stats.cost_usd:.4f} reached --max-cost "
+                                f"${self.settings.max_cost:.4f}")
+        if self.stop_reason:
+            self.log(f"stopping early at {self.stats.n_candidates} of {budget} candidates: {self.stop_reason}.")
 
     def _cost_exhausted(self) -> bool:
         return self.settings.max_cost is not None and self.stats.cost_usd >= self.settings.max_cost
@@ -290,7 +293,7 @@ class SearchDriver:
             self.write_summary()
 
     def write_summary(self, *, final: bool = False) -> dict[str, Any]:
-        extra: dict[str, Any] = {"finished": final}
+        extra: dict[str, Any] = {"finished": final, "stop_reason": self.stop_reason}
         if self.prompt_pool is not None:
             extra["prompts"] = self.prompt_pool.summary()
             self.store.save_prompts(self.prompt_pool.to_records())

@@ -11,7 +11,7 @@ class FakeWorker:
     """Proposes `parent + '# edit N'`; verdicts derive from the source text deterministically.
 
     Sources containing 'FAIL' fail the correctness gate; 'DIE' kills the worker process;
-    'NOSRC' makes the mutation fail.
+    'NOSRC' makes the mutation fail; a parent containing 'STUCK' has only one possible edit.
     """
 
     def __init__(self, task, hardware, mutator, verify_options, worker_index=0, sleep_s=0.0):
@@ -29,9 +29,11 @@ class FakeWorker:
         else:
             parent = job["parent"]["source"]
             src = parent + f"\n# edit {job['seed'] % 997}"
-            if job["seed"] % 11 == 0:
+            if "STUCK" in parent:
+                src = parent.split("\n")[0] + "\n# the only edit"
+            elif job["seed"] % 11 == 0:
                 src += " FAIL"
-            if job["seed"] % 13 == 0:
+            if job["seed"] % 13 == 0 and "STUCK" not in parent:
                 return {"source": None, "mutator": "fake:none", "error": "no operator applied",
                         "parent_ids": [job["parent"]["id"]], "hash": None, "usage": {}, "llm_log": []}
         h = hashlib.sha256(src.encode()).hexdigest()[:32]

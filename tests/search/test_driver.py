@@ -112,3 +112,17 @@ def test_failing_seed_is_a_user_error(tmp_path, ray_local):
         pool.shutdown()
     assert store.candidate_count() == 1   # the failed seed is still recorded
     store.close()
+
+
+def test_mutator_out_of_edits_stops_early_with_the_reason(tmp_path, ray_local, monkeypatch):
+    import kernelfoundry.search.loop as loop
+    monkeypatch.setattr(loop, "MAX_CONSECUTIVE_DUPLICATES", 12)
+    driver, store, pool = make_driver(tmp_path, budget=50)
+    try:
+        summary = driver.run([("seed.py", "SEED STUCK")])
+    finally:
+        pool.shutdown()
+    assert summary["n_candidates"] == 2 and summary["duplicates_skipped"] >= 12
+    assert "run out of new edits" in summary["stop_reason"] and summary["finished"] is True
+    assert json.loads((tmp_path / "summary.json").read_text())["stop_reason"] == summary["stop_reason"]
+    store.close()
