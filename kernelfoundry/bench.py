@@ -124,8 +124,11 @@ def _run(args) -> int:
     out = args.out or DEFAULT_ARCHIVES / "bench" / f"{suite.name}-{stamp}"
     out.mkdir(parents=True, exist_ok=True)
     import ray
-    ray.init(num_cpus=max(os.cpu_count() or 1, args.workers or 1), include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}})
+    started_ray = not ray.is_initialized()
+    if started_ray:
+        ray.init(num_cpus=max(os.cpu_count() or 1, args.workers or 1), include_dashboard=False,
+                 log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}})
     rows: list[dict[str, Any]] = []
     total = len(tasks) * len(methods) * len(seeds)
     started = time.time()
@@ -143,7 +146,8 @@ def _run(args) -> int:
                           f"{row['seconds']:.0f}s  (elapsed {time.time() - started:.0f}s)", flush=True)
                     bench_report.write_csv(out / "results.csv", rows)
     finally:
-        ray.shutdown()
+        if started_ray:
+            ray.shutdown()
     report = bench_report.write_report(out, rows, suite=suite.name, budget=budget, seeds=seeds,
                                        levels={t.name: t.level for t in tasks})
     print(f"\n{report}\nresults: {out / 'results.csv'}\nreport:  {out / 'report.md'}")

@@ -1,0 +1,77 @@
+"""The bench harness: a real (tiny) suite run end to end, the metrics on known rows, and bad suites."""
+
+import csv
+import math
+
+import pytest
+
+from kernelfoundry import REPO_DIR
+from kernelfoundry.bench import main as bench_main
+from kernelfoundry.bench_report import method_metrics
+
+
+def test_tiny_suite_all_methods_end_to_end(tmp_path, ray_local, monkeypatch, capsys):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    suite = tmp_path / "tiny.yaml"
+    suite.write_text(f"name: tiny\nbudget: 3\ntasks:\n  - {REPO_DIR / 'experiments/tasks/relu.yaml'}\n")
+    out = tmp_path / "bench"
+    assert bench_main([str(suite), "--methods", "map-elites,greedy,random", "--seeds", "0", "--workers", "1",
+                       "--out", str(out)]) == 0
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    assert [r["method"] for r in rows] == ["map-elites", "greedy", "random"]
+    for r in rows:
+        assert r["task"] == "relu" and int(r["n_candidates"]) == 3 and int(r["budget"]) == 3
+        assert float(r["best_objective"]) >= float(r["seed_objective"]) > 0
+        assert "h100=" in r["sol_fraction"] and float(r["qd_score"]) > 0
+        assert (out / "runs" / "relu" / r["method"] / "seed0" / "run.sqlite").exists()
+    report = (out / "report.md").read_text()
+    assert "| relu | 1 |" in report and "fast_1.5" in report
+    assert (out / "best_objective.png").stat().st_size > 0 and (out / "qd_score.png").stat().st_size > 0
+    # a second invocation with the same --out resumes: finished runs are not re-evaluated
+    assert bench_main([str(suite), "--methods", "greedy", "--seeds", "0", "--workers", "1",
+                       "--out", str(out)]) == 0
+    again = list(csv.DictReader((out / "results.csv").open()))
+    assert again[0]["n_candidates"] == "3" and again[0]["best_objective"] == rows[1]["best_objective"]
+
+
+def _row(task, method, seed, best, qd=1.0, level=1):
+    return {"task": task, "level": level, "method": method, "seed": seed, "best_objective": best,
+            "qd_score": qd, "coverage": 0.1, "correctness_rate": 0.5, "llm_cost_usd": 0.0, "n_candidates": 10}
+
+
+def test_fast_p_geomean_and_level_scores_on_known_rows():
+    rows = [_row("a", "m", 0, 0.5), _row("b", "m", 0, 1.2), _row("c", "m", 0, 3.0, level=2),
+            _row("d", "m", 0, None, level=3),
+            _row("a", "m", 1, 2.5), _row("b", "m", 1, 1.2), _row("c", "m", 1, 3.0, level=2),
+            _row("d", "m", 1, 1.1, level=3)]
+    m = method_metrics(rows, {"a": 1, "b": 1, "c": 2, "d": 3})["m"]
+    assert m["seeds"] == 2
+    assert m["fast_0"] == (pytest.approx(0.875), pytest.approx(0.125))       # seed 0: 3/4, seed 1: 4/4
+    assert m["fast_1.5"][0] == pytest.approx((1 / 4 + 2 / 4) / 2)
+    g0 = math.exp((math.log(0.5) + math.log(1.2) + math.log(3.0)) / 3)
+    g1 = math.exp((math.log(2.5) + math.log(1.2) + math.log(3.0) + math.log(1.1)) / 4)
+    assert m["geomean_speedup"][0] == pytest.approx((g0 + g1) / 2)
+    assert m["qd_score_sum"][0] == pytest.approx(4.0)
+    # level score: seed 0 = 0.2*0.5 + 0.3*1 + 0.5*0; seed 1 = 0.2*1 + 0.3*1 + 0.5*1
+    assert m["level_score"][0] == pytest.approx((0.4 + 1.0) / 2)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("name: x\n", "'tasks'"),
+    ("tasks: [nope.yaml]\n", "tasks[0]"),
+    ("tasks: [../x.yaml]\nbudget: -1\n", "tasks[0]"),
+    ("tasks: []\nbogus: 1\n", "'tasks'"),
+])
+def test_bad_suites_name_the_field(tmp_path, capsys, text, message):
+    suite = tmp_path / "s.yaml"
+    suite.write_text(text)
+    assert bench_main([str(suite), "--out", str(tmp_path / "o")]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bad_method_and_seeds(tmp_path, capsys):
+    smoke = str(REPO_DIR / "experiments/suites/smoke.yaml")
+    assert bench_main([smoke, "--methods", "map-elites,hillclimb", "--out", str(tmp_path)]) == 2
+    assert "hillclimb" in capsys.readouterr().err
+    assert bench_main([smoke, "--seeds", "0,x", "--out", str(tmp_path)]) == 2
+    assert "--seeds" in capsys.readouterr().err
