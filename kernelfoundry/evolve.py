@@ -39,6 +39,7 @@ class EvolveConfig:
     tuning: bool = True
     max_cost: float | None = None
     max_kernel_configs: int = 8
+    prompt_dir: Path | None = None
     archives_root: Path = DEFAULT_ARCHIVES
     quiet: bool = False
 
@@ -65,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", action="append", default=[], dest="models", metavar="NAME",
                    help="litellm model for LLM mutation (repeatable: an ensemble); replay/PATH replays a JSONL; "
                         "default: the task's models, else the built-in offline mutator")
+    p.add_argument("--prompts", type=Path, dest="prompt_dir", metavar="DIR",
+                   help="your own prompt templates (*.j2) and/or variants.yaml; the rest come from prompts/")
     p.add_argument("--ray-address", help="address of a running Ray cluster (default: start Ray locally)")
     p.add_argument("--strategy", choices=("map-elites", "greedy", "random"), default="map-elites",
                    help="parent selection: MAP-Elites, greedy refinement of the best, or mutations of the seeds")
@@ -94,7 +97,7 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
                         resume=args.resume, hardware=hardware, models=list(args.models),
                         ray_address=args.ray_address, strategy=args.strategy,
                         prompt_evolution=args.prompt_evolution, tuning=args.tuning, max_cost=args.max_cost,
-                        max_kernel_configs=args.max_kernel_configs, quiet=args.quiet)
+                        max_kernel_configs=args.max_kernel_configs, prompt_dir=args.prompt_dir, quiet=args.quiet)
 
 
 def main(argv: list[str] | None = None) -> int:

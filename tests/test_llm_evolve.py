@@ -1,6 +1,7 @@
 """A tiny evolve run with a scripted LLM (the replay provider through litellm): the recorded
 diff improves the matmul seed, and prompt evolution produces at least one new variant."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,28 @@ def test_recorded_run_replayed_with_its_seed_gives_identical_candidates(tmp_path
     recorded, replayed = _candidates(first), _candidates(second)
     assert len(recorded) == 7 and any(c[3] and c[0] for c in recorded)
     assert replayed == recorded
+
+
+def test_own_prompt_directory_reaches_the_llm_and_bad_templates_are_refused(tmp_path, interpreter, ray_local,
+                                                                             capsys):
+    from kernelfoundry.evolve import main as evolve_main
+    mine = tmp_path / "my_prompts"
+    mine.mkdir()
+    default = (REPO_DIR / "prompts" / "_rules.j2").read_text()      # a partial every kernel prompt includes
+    (mine / "_rules.j2").write_text("HOUSE RULE: keep BLOCK_K at most 64.\n" + default)
+    reset_replay()
+    task = str(REPO_DIR / "experiments/tasks/matmul.yaml")
+    assert evolve_main([task, "--budget", "2", "--workers", "1", "--model", f"replay/{REPLAY}", "--prompts",
+                        str(mine), "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    store = RunStore(tmp_path / "run" / "run.sqlite")
+    try:
+        calls = [c for c in store.iter_llm_calls() if c["purpose"] != "prompt_mutation"]
+    finally:
+        store.close()
+    assert calls and all("HOUSE RULE" in json.dumps(c["messages"]) for c in calls)
+
+    (mine / "fix.j2").write_text("{% if %}broken")
+    assert evolve_main([task, "--model", f"replay/{REPLAY}", "--prompts", str(mine),
+                        "--out", str(tmp_path / "run2")]) == 2
+    assert "fix.j2" in capsys.readouterr().err
+    assert not (tmp_path / "run2").exists()

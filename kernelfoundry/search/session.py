@@ -29,7 +29,8 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
         task = task_from_dict(store.get_meta("task"), check_files=False)
         if cfg.task is not None and load_task(cfg.task).name != task.name:
             raise UserError(f"--resume {run_dir} is a run of task '{task.name}', not of {cfg.task}.")
-        for key in ("seed", "hardware", "models", "strategy", "prompt_evolution", "tuning", "max_kernel_configs"):
+        for key in ("seed", "hardware", "models", "strategy", "prompt_evolution", "tuning", "max_kernel_configs",
+                    "prompt_dir"):
             setattr(cfg, key, stored.get(key, getattr(cfg, key)))
         done = store.candidate_count()
         progress.message(f"resuming {run_dir}: {done} candidates stored, budget {cfg.budget}")
@@ -49,7 +50,7 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
     if prompt_pool is not None:
         records = store.load_prompts()
         if records:
-            prompt_pool = type(prompt_pool).from_records(records, seed=cfg.seed)
+            prompt_pool = type(prompt_pool).from_records(records, prompt_dir=prompt_pool.prompt_dir, seed=cfg.seed)
     progress.message(f"task {task.name}: budget {cfg.budget}, hardware {', '.join(hardware)}, "
                      f"strategy {cfg.strategy}; {model_note}")
     progress.message(f"run directory: {run_dir}")
@@ -102,15 +103,22 @@ def _check_hardware(names: list[str]) -> None:
 def _mutator_setup(cfg, task: Task):
     """Pick the mutator: LLM when models are configured, else the built-in offline one."""
     if not cfg.models and not task.models:
-        return {"type": "builtin"}, None, None, "no LLM model configured: using the built-in offline mutator"
+        note = "no LLM model configured: using the built-in offline mutator"
+        if cfg.prompt_dir:
+            note += f" (--prompts {cfg.prompt_dir} is unused without a model)"
+        return {"type": "builtin"}, None, None, note
     from ..mutate.llm_client import LLMClient, parse_model_specs
     specs = parse_model_specs(list(task.models), list(cfg.models))
-    spec = {"type": "llm", "models": [dataclasses.asdict(s) for s in specs]}
+    prompt_dir = str(Path(cfg.prompt_dir).resolve()) if cfg.prompt_dir else None
+    if prompt_dir is not None:
+        from ..mutate.prompts import PromptRenderer
+        PromptRenderer(prompt_dir)          # every template must load before Ray starts
+    spec = {"type": "llm", "models": [dataclasses.asdict(s) for s in specs], "prompt_dir": prompt_dir}
     pool = client = None
     note = "LLM mutation with " + ", ".join(s.name for s in specs)
     if cfg.prompt_evolution:
         from ..mutate.metaprompt import PromptPool
-        pool = PromptPool.from_prompt_dir(None, seed=cfg.seed)
+        pool = PromptPool.from_prompt_dir(prompt_dir, seed=cfg.seed)
         client = LLMClient(models=specs, seed=cfg.seed)
         note += "; prompt evolution on"
     else:
