@@ -3,7 +3,7 @@
 A task is the spec a kernel must meet: a PyTorch reference, named inputs with
 symbolic shapes, small *check* shapes (run in the interpreter for correctness)
 and *target* shapes (traced and scored by the performance model), a tolerance,
-seed kernels and target hardware.  See ``docs/task_format.md``.
+seed kernels and target hardware.  See ``docs/tasks.md``.
 """
 
 from __future__ import annotations
