@@ -2,11 +2,11 @@
 
 Three strategies share one interface (``choose(archive, pool) -> Choice``):
 
-* ``map-elites`` — the search proper.  Mixes exploitation (softmax over log
-  objective), exploration (uniform over occupied cells, weighted towards cells
-  whose elite has been a parent less often) and uniform random picks, in the
-  ratio 0.7 / 0.2 / 0.1 (KernelFoundry's mix); sometimes a crossover with an
-  elite of another cell, sometimes a repair of a recent near-miss.
+* ``map-elites`` — the search proper.  Mixes exploitation (0.7: the best elite
+  so far 0.3, softmax over log objective 0.4), exploration (0.2: uniform over
+  occupied cells, weighted towards cells whose elite has been a parent less
+  often) and uniform random picks (0.1); sometimes a crossover with an elite of
+  another cell, sometimes a repair of a recent near-miss.
 * ``greedy`` — one lineage: always refine the best candidate so far.
 * ``random`` — independent mutations of the seeds (best-of-N).
 """
@@ -52,13 +52,13 @@ class Selector:
     """Picks parents according to a strategy; deterministic for a given seed."""
 
     def __init__(self, strategy: str = "map-elites", *, seed: int = 0, p_explore: float = 0.2,
-                 p_random: float = 0.1, p_crossover: float = 0.15, p_fix: float = 0.0,
+                 p_random: float = 0.1, p_best: float = 0.3, p_crossover: float = 0.15, p_fix: float = 0.0,
                  n_inspirations: int = 2, temperature: float = 0.5):
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
         self.strategy = strategy
         self.rng = random.Random(seed)
-        self.p_explore, self.p_random = p_explore, p_random
+        self.p_explore, self.p_random, self.p_best = p_explore, p_random, p_best
         self.p_crossover, self.p_fix = p_crossover, p_fix
         self.n_inspirations = n_inspirations
         self.temperature = temperature
@@ -72,7 +72,7 @@ class Selector:
         elites = archive.elites()
         if state.repairable and self.rng.random() < self.p_fix:
             return Choice(parent_id=state.repairable.pop(), kind="fix", reason="repair")
-        parent, reason = self._pick_parent(elites, archive)
+        parent, reason = self._pick_parent(elites, archive, state)
         archive.record_visit(parent.cell)
         others = [e for e in elites if e.cell != parent.cell]
         inspirations = self._inspirations(others)
@@ -87,13 +87,19 @@ class Selector:
                       inspiration_ids=[e.candidate_id for e in inspirations], target_cell=target,
                       reason=reason)
 
-    def _pick_parent(self, elites: list[Elite], archive: KernelArchive) -> tuple[Elite, str]:
+    def _pick_parent(self, elites: list[Elite], archive: KernelArchive,
+                     state: SelectionState) -> tuple[Elite, str]:
         u = self.rng.random()
         if u < self.p_random:
             return self.rng.choice(elites), "random"
         if u < self.p_random + self.p_explore:
             weights = [1.0 / math.sqrt(1.0 + archive.visits[e.cell]) for e in elites]
             return self.rng.choices(elites, weights=weights)[0], "explore"
+        if u < self.p_random + self.p_explore + self.p_best:
+            # Refine the best kernel so far: improvements from template and tiling edits compound
+            # along one lineage, which pure softmax exploitation spreads too thin at small budgets.
+            best = next((e for e in elites if e.candidate_id == state.best_id), None)
+            return (best or max(elites, key=lambda e: e.objective)), "best"
         logs = [math.log(max(e.objective, 1e-12)) for e in elites]
         top = max(logs)
         weights = [math.exp((v - top) / self.temperature) for v in logs]

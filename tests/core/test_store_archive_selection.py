@@ -66,7 +66,8 @@ def test_map_elites_selection_mixes_exploit_explore_and_crossover():
     sel = Selector("map-elites", seed=3)
     choices = [sel.choose(a, state) for _ in range(400)]
     reasons = Counter(c.reason for c in choices)
-    assert reasons["exploit"] > reasons["explore"] > reasons["random"] > 0
+    assert reasons["exploit"] > reasons["explore"] > reasons["random"] > 0 and reasons["best"] > reasons["random"]
+    assert all(c.parent_id == 5 for c in choices if c.reason == "best")   # no best_id noted: the top elite
     parents = Counter(c.parent_id for c in choices)
     assert parents[5] == max(parents.values())                  # best elite picked most
     assert len(parents) == 6                                     # but every cell gets visits
