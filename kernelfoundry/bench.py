@@ -10,7 +10,6 @@ again with the same ``--out`` skips runs that finished and resumes the others.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 import traceback
@@ -123,12 +122,8 @@ def _run(args) -> int:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = args.out or DEFAULT_ARCHIVES / "bench" / f"{suite.name}-{stamp}"
     out.mkdir(parents=True, exist_ok=True)
-    import ray
-    started_ray = not ray.is_initialized()
-    if started_ray:
-        ray.init(num_cpus=max(os.cpu_count() or 1, args.workers or 1), include_dashboard=False,
-                 log_to_driver=False,
-                 runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}})
+    from .search.session import start_ray
+    started_ray = start_ray(workers=args.workers)
     rows: list[dict[str, Any]] = []
     total = len(tasks) * len(methods) * len(seeds)
     started = time.time()
@@ -147,6 +142,7 @@ def _run(args) -> int:
                     bench_report.write_csv(out / "results.csv", rows)
     finally:
         if started_ray:
+            import ray
             ray.shutdown()
     report = bench_report.write_report(out, rows, suite=suite.name, budget=budget, seeds=seeds,
                                        levels={t.name: t.level for t in tasks})

@@ -25,7 +25,8 @@ def row_from_run(run_dir: Path, *, method: str, seed: int, summary: dict[str, An
         if summary.get("best_candidate_id") is not None:
             best = run.store.get_candidate(summary["best_candidate_id"])
             sol = {hw: round(float(s.get("sol_fraction", 0.0)), 4) for hw, s in (best.hardware or {}).items()}
-        seed_objectives = [r.objective for r in run.store.iter_candidates(passed_only=True)
+        seed_objectives = [r.objective for r in run.store.iter_candidates(passed_only=True,
+                                                                          columns="id, mutator, objective")
                            if r.mutator == "seed" and r.objective is not None]
         level = run.task.level
     finally:

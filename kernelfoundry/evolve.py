@@ -97,8 +97,7 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
                         resume=args.resume, hardware=hardware, models=list(args.models),
                         ray_address=args.ray_address, strategy=args.strategy,
                         prompt_evolution=args.prompt_evolution, tuning=args.tuning, max_cost=args.max_cost,
-                        max_kernel_configs=args.max_kernel_configs, quiet=args.quiet,
-                        prompt_dir=args.prompt_dir.resolve() if args.prompt_dir else None)
+                        max_kernel_configs=args.max_kernel_configs, prompt_dir=args.prompt_dir, quiet=args.quiet)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,6 +37,8 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
     else:
         task = load_task(cfg.task)
         run_dir = None
+    if cfg.prompt_dir:
+        cfg.prompt_dir = Path(cfg.prompt_dir).resolve()     # stored absolute: --resume may run elsewhere
     hardware = cfg.hardware or list(task.hardware)
     _check_hardware(hardware)
     mutator_spec, prompt_pool, llm_client, model_note = _mutator_setup(cfg, task)
@@ -54,7 +56,7 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
     progress.message(f"task {task.name}: budget {cfg.budget}, hardware {', '.join(hardware)}, "
                      f"strategy {cfg.strategy}; {model_note}")
     progress.message(f"run directory: {run_dir}")
-    started_ray = _start_ray(cfg)
+    started_ray = start_ray(workers=cfg.workers, address=cfg.ray_address)
     pool = None
     try:
         n_workers = cfg.workers or max(1, os.cpu_count() or 1)
@@ -109,7 +111,7 @@ def _mutator_setup(cfg, task: Task):
         return {"type": "builtin"}, None, None, note
     from ..mutate.llm_client import LLMClient, parse_model_specs
     specs = parse_model_specs(list(task.models), list(cfg.models))
-    prompt_dir = str(Path(cfg.prompt_dir).resolve()) if cfg.prompt_dir else None
+    prompt_dir = str(cfg.prompt_dir) if cfg.prompt_dir else None
     if prompt_dir is not None:
         from ..mutate.prompts import PromptRenderer
         PromptRenderer(prompt_dir)          # every template must load before Ray starts
@@ -126,22 +128,25 @@ def _mutator_setup(cfg, task: Task):
     return spec, pool, client, note
 
 
-def _start_ray(cfg) -> bool:
-    """Connect to --ray-address or start local Ray; returns True if this process started it."""
+def start_ray(*, workers: int = 0, address: str | None = None) -> bool:
+    """Connect to the cluster at *address* or start local Ray; True if this process started it.
+
+    An already initialised Ray (a bench running many searches, a test session) is reused.
+    """
     import ray
     if ray.is_initialized():
         return False
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
     try:
-        if cfg.ray_address:
-            ray.init(address=cfg.ray_address, log_to_driver=False, include_dashboard=False)
+        if address:
+            ray.init(address=address, log_to_driver=False, include_dashboard=False)
         else:
-            n_cpus = max(os.cpu_count() or 1, cfg.workers or 1)
+            n_cpus = max(os.cpu_count() or 1, workers or 1)
             pkg_root = str(Path(__file__).resolve().parents[2])
             ray.init(num_cpus=n_cpus, include_dashboard=False, log_to_driver=False,
                      runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(
                          [pkg_root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}})
     except Exception as exc:
-        where = f"the cluster at {cfg.ray_address}" if cfg.ray_address else "a local Ray instance"
+        where = f"the cluster at {address}" if address else "a local Ray instance"
         raise UserError(f"Ray failed to start ({where}): {type(exc).__name__}: {exc}") from None
     return True
