@@ -113,21 +113,7 @@ def write_report(out: Path, rows: list[dict[str, Any]], *, suite: str, budget: i
     table = [header, "|" + "---|" * (len(keys) + 1)]
     for method, agg in metrics.items():
         table.append(f"| {method} | " + " | ".join(_fmt(agg[k]) for k in keys) + " |")
-    per_task = ["| task | level | seed | " + " | ".join(metrics) + " |", "|---|---|---|" + "---|" * len(metrics)]
-    best: dict[tuple[str, str], list[float]] = defaultdict(list)
-    seed_objective: dict[str, float] = {}
-    for r in rows:
-        s = _speedup(r)
-        if s is not None:
-            best[(r["task"], r["method"])].append(s)
-        if r.get("seed_objective") not in (None, ""):
-            seed_objective[r["task"]] = float(r["seed_objective"])
-    for task in dict.fromkeys(r["task"] for r in rows):
-        cells = [f"{seed_objective[task]:.3f}" if task in seed_objective else "-"]
-        for method in metrics:
-            vals = best.get((task, method))
-            cells.append(f"{math.exp(mean(map(math.log, vals))):.3f}" if vals else "-")
-        per_task.append(f"| {task} | {levels.get(task, '')} | " + " | ".join(cells) + " |")
+    per_task = _per_task_table(rows, list(metrics), levels)
     plots = _plot_curves(out, rows)
     text = "\n".join([
         f"# Benchmark: suite {suite}", "",
@@ -137,10 +123,44 @@ def write_report(out: Path, rows: list[dict[str, Any]], *, suite: str, budget: i
         "when level 3 exists.", "",
         "## Methods", "", *table, "",
         "## Best speedup per task (geometric mean over seeds; `seed`: the task's best seed kernel)", "",
-        *per_task, "",
+        *per_task["speedup"], "",
+        "## QD-score per task (mean over seeds; in brackets: candidates evaluated, mean over seeds)", "",
+        *per_task["qd"], "",
         "## Curves", "", *[f"![{p.stem}]({p.name})" for p in plots], ""])
     (out / "report.md").write_text(text)
     return "\n".join(table)
+
+
+def _per_task_table(rows: list[dict[str, Any]], methods: list[str], levels: dict[str, int]
+                    ) -> dict[str, list[str]]:
+    """Markdown tables task x method: best speedup (geomean over seeds) and QD-score (mean over seeds)."""
+    best: dict[tuple[str, str], list[float]] = defaultdict(list)
+    qd: dict[tuple[str, str], list[float]] = defaultdict(list)
+    cands: dict[tuple[str, str], list[float]] = defaultdict(list)
+    seed_objective: dict[str, float] = {}
+    for r in rows:
+        key = (r["task"], r["method"])
+        s = _speedup(r)
+        if s is not None:
+            best[key].append(s)
+        qd[key].append(float(r["qd_score"] or 0.0))
+        cands[key].append(float(r["n_candidates"] or 0))
+        if r.get("seed_objective") not in (None, ""):
+            seed_objective[r["task"]] = float(r["seed_objective"])
+    head = "|---|---|" + "---|" * len(methods)
+    speed = ["| task | level | seed | " + " | ".join(methods) + " |", head + "---|"]
+    qd_rows = ["| task | level | " + " | ".join(methods) + " |", head]
+    for task in dict.fromkeys(r["task"] for r in rows):
+        cells = [f"{seed_objective[task]:.3f}" if task in seed_objective else "-"]
+        qd_cells = []
+        for method in methods:
+            vals = best.get((task, method))
+            cells.append(f"{math.exp(mean(map(math.log, vals))):.3f}" if vals else "-")
+            q = qd.get((task, method))
+            qd_cells.append(f"{mean(q):.2f} ({mean(cands[(task, method)]):.0f})" if q else "-")
+        speed.append(f"| {task} | {levels.get(task, '')} | " + " | ".join(cells) + " |")
+        qd_rows.append(f"| {task} | {levels.get(task, '')} | " + " | ".join(qd_cells) + " |")
+    return {"speedup": speed, "qd": qd_rows}
 
 
 def _plot_curves(out: Path, rows: list[dict[str, Any]]) -> list[Path]:

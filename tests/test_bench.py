@@ -7,7 +7,7 @@ import pytest
 
 from kernelfoundry import REPO_DIR
 from kernelfoundry.bench import main as bench_main
-from kernelfoundry.bench_report import method_metrics
+from kernelfoundry.bench_report import _per_task_table, method_metrics
 
 
 def test_tiny_suite_all_methods_end_to_end(tmp_path, ray_local, monkeypatch, capsys):
@@ -25,7 +25,7 @@ def test_tiny_suite_all_methods_end_to_end(tmp_path, ray_local, monkeypatch, cap
         assert "h100=" in r["sol_fraction"] and float(r["qd_score"]) > 0
         assert (out / "runs" / "relu" / r["method"] / "seed0" / "run.sqlite").exists()
     report = (out / "report.md").read_text()
-    assert "| relu | 1 |" in report and "fast_1.5" in report
+    assert "| relu | 1 |" in report and "fast_1.5" in report and "## QD-score per task" in report
     assert (out / "best_objective.png").stat().st_size > 0 and (out / "qd_score.png").stat().st_size > 0
     # a second invocation with the same --out resumes: finished runs are not re-evaluated
     assert bench_main([str(suite), "--methods", "greedy", "--seeds", "0", "--workers", "1",
@@ -54,6 +54,20 @@ def test_fast_p_geomean_and_level_scores_on_known_rows():
     assert m["qd_score_sum"][0] == pytest.approx(4.0)
     # level score: seed 0 = 0.2*0.5 + 0.3*1 + 0.5*0; seed 1 = 0.2*1 + 0.3*1 + 0.5*1
     assert m["level_score"][0] == pytest.approx((0.4 + 1.0) / 2)
+
+
+def test_per_task_tables_on_known_rows():
+    rows = [_row("a", "m", 0, 0.5, qd=2.0), _row("a", "m", 1, 2.0, qd=4.0), _row("a", "g", 0, None, qd=0.0),
+            _row("b", "g", 0, 1.5, qd=1.5, level=2)]
+    rows[0]["seed_objective"] = 0.25
+    rows[1]["n_candidates"] = 20
+    tables = _per_task_table(rows, ["m", "g"], {"a": 1, "b": 2})
+    # best speedup: geometric mean over seeds (0.5 and 2.0 -> 1.0); a run without a correct kernel shows "-"
+    assert tables["speedup"][2] == "| a | 1 | 0.250 | 1.000 | - |"
+    assert tables["speedup"][3] == "| b | 2 | - | - | 1.500 |"
+    # QD-score: mean over seeds, with the mean number of candidates in brackets
+    assert tables["qd"][2] == "| a | 1 | 3.00 (15) | 0.00 (10) |"
+    assert tables["qd"][3] == "| b | 2 | - | 1.50 (10) |"
 
 
 @pytest.mark.parametrize("text, message", [
