@@ -5,6 +5,9 @@ under ``OUT/runs/<task>/<method>/seed<S>/``; ``OUT/results.csv`` has a row per
 run and ``OUT/report.md`` the aggregate tables and plots (see
 :mod:`kernelfoundry.bench_report`).  A bench that is interrupted and started
 again with the same ``--out`` skips runs that finished and resumes the others.
+Runs of one bench share a verdict cache (``OUT/verdicts.sqlite``): a kernel that
+several methods or seeds propose is verified once (``--no-verdict-cache`` turns
+it off; verdicts do not depend on the run, see ``evaluate/verdict_cache.py``).
 """
 
 from __future__ import annotations
@@ -68,7 +71,7 @@ def load_suite(path: str | Path) -> Suite:
 
 
 def run_one(task_path: Path, method: str, seed: int, *, budget: int, workers: int, models: list[str],
-            run_dir: Path) -> dict[str, Any]:
+            run_dir: Path, verdict_cache: Path | None = None) -> dict[str, Any]:
     """One evolve run (resumed if a previous bench left it unfinished); returns its result row."""
     from .search.rundir import STORE_NAME
     from .search.session import run_evolution
@@ -76,7 +79,7 @@ def run_one(task_path: Path, method: str, seed: int, *, budget: int, workers: in
     resume = run_dir if (run_dir / STORE_NAME).exists() else None
     cfg = EvolveConfig(task=task_path, budget=budget, workers=workers, seed=seed,
                        out=None if resume else run_dir, resume=resume, models=list(models), strategy=strategy,
-                       prompt_evolution=prompts, tuning=tuning, quiet=True)
+                       prompt_evolution=prompts, tuning=tuning, quiet=True, verdict_cache=verdict_cache)
     t0 = time.time()
     summary, _ = run_evolution(cfg)
     from .bench_report import row_from_run
@@ -94,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help="output directory (default: archives/bench/<suite>-<UTC time>)")
     p.add_argument("--workers", type=int, default=0, help="Ray workers per run (0 = one per CPU)")
     p.add_argument("--model", action="append", default=[], dest="models", help="litellm model(s) for LLM runs")
+    p.add_argument("--no-verdict-cache", action="store_true",
+                   help="verify every run's kernels afresh instead of sharing verdicts between runs")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     args = p.parse_args(argv)
     try:
@@ -133,7 +138,8 @@ def _run(args) -> int:
                 for seed in seeds:
                     run_dir = out / "runs" / task.name / method / f"seed{seed}"
                     row = run_one(task_path, method, seed, budget=budget, workers=args.workers,
-                                  models=args.models, run_dir=run_dir)
+                                  models=args.models, run_dir=run_dir,
+                                  verdict_cache=None if args.no_verdict_cache else out / "verdicts.sqlite")
                     rows.append(row)
                     best = row["best_objective"]
                     print(f"[{len(rows)}/{total}] {task.name:<22} {method:<22} seed {seed}: best "

@@ -13,7 +13,7 @@ FAST_P = (0.0, 1.0, 1.5, 2.0)
 LEVEL_WEIGHTS = {1: 0.2, 2: 0.3, 3: 0.5}
 CSV_FIELDS = ("task", "level", "method", "seed", "budget", "n_candidates", "n_correct", "correctness_rate",
               "best_objective", "seed_objective", "sol_fraction", "qd_score", "coverage", "num_elites", "llm_cost_usd",
-              "seconds", "run_dir")
+              "verdicts_cached", "seconds", "run_dir")
 
 
 def row_from_run(run_dir: Path, *, method: str, seed: int, summary: dict[str, Any], seconds: float) -> dict[str, Any]:
@@ -40,6 +40,7 @@ def row_from_run(run_dir: Path, *, method: str, seed: int, summary: dict[str, An
             "sol_fraction": ";".join(f"{k}={v}" for k, v in sol.items()),
             "qd_score": round(summary["qd_score"], 4), "coverage": round(summary["coverage"], 4),
             "num_elites": summary["num_elites"], "llm_cost_usd": summary["llm"]["cost_usd"],
+            "verdicts_cached": summary.get("verdicts_cached", 0),
             "seconds": round(seconds, 1), "run_dir": str(run_dir)}
 
 

@@ -9,6 +9,7 @@ more ``@triton.jit`` kernels and ``launch(*inputs, **params)``; see
 from __future__ import annotations
 
 import ast
+import hashlib
 import itertools
 import random
 from dataclasses import dataclass, field
@@ -17,6 +18,18 @@ from typing import Any
 #: Launch options Triton itself consumes; they do not change what the interpreter
 #: computes, so the trace is shared across them and the model sweeps them.
 HINT_PARAMS = ("num_warps", "num_stages")
+
+
+def source_hash(source: str) -> str:
+    """Identity of a kernel source, insensitive to trailing whitespace."""
+    norm = "\n".join(line.rstrip() for line in source.strip().splitlines())
+    return hashlib.sha256(norm.encode()).hexdigest()[:32]
+
+
+def verify_seed(source: str) -> int:
+    """The verifier's seed for *source* (inputs, sampled configs): a function of the source alone,
+    so a kernel's verdict and objective are the same in every run, in ``verify`` and in a cache."""
+    return int(source_hash(source)[:8], 16)
 
 
 class ParamSpaceError(ValueError):

@@ -42,6 +42,7 @@ class EvolveConfig:
     prompt_dir: Path | None = None
     archives_root: Path = DEFAULT_ARCHIVES
     quiet: bool = False
+    verdict_cache: Path | None = None     # shared by bench runs; see evaluate/verdict_cache.py
 
 
 def build_parser() -> argparse.ArgumentParser:

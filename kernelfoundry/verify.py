@@ -17,6 +17,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from .candidate import verify_seed
 from .errors import UserError
 from .evaluate.records import VerifyResult
 
@@ -47,7 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument("--hardware", metavar="NAMES",
                    help="comma-separated hardware names, e.g. h100,ascend910b2 (default: the task's list)")
-    p.add_argument("--seed", type=int, default=0, help="seed for inputs and config sampling (default 0)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed for inputs and config sampling (default: derived from the source, as in "
+                        "evolve runs, so a run's kernel gets the objective the run reported)")
     p.add_argument("--timeout", type=float, default=120.0, metavar="S",
                    help="wall-clock limit in seconds for the sandboxed checks (default 120)")
     p.add_argument("--max-kernel-configs", type=int, default=8, metavar="N",
@@ -122,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
         hardware = [h.strip() for h in args.hardware.split(",") if h.strip()]
         if not hardware:
             raise UserError("--hardware is empty; give names such as h100,ascend910b2.")
-    result = verify(task, source, hardware, seed=args.seed, limits=default_limits(task, args.timeout),
+    seed = verify_seed(source) if args.seed is None else args.seed
+    result = verify(task, source, hardware, seed=seed, limits=default_limits(task, args.timeout),
                     max_kernel_configs=args.max_kernel_configs)
     if args.json:
         print(json.dumps(to_json(result, task_name=task.name, kernel=args.kernel, with_traces=args.traces)))

@@ -24,6 +24,10 @@ def test_tiny_suite_all_methods_end_to_end(tmp_path, ray_local, monkeypatch, cap
         assert float(r["best_objective"]) >= float(r["seed_objective"]) > 0
         assert "h100=" in r["sol_fraction"] and float(r["qd_score"]) > 0
         assert (out / "runs" / "relu" / r["method"] / "seed0" / "run.sqlite").exists()
+    # the runs share verdicts: the seed kernel, verified by the first run, is read back by the others
+    assert rows[0]["verdicts_cached"] == "0"
+    assert int(rows[1]["verdicts_cached"]) >= 1 and int(rows[2]["verdicts_cached"]) >= 1
+    assert (out / "verdicts.sqlite").exists()
     report = (out / "report.md").read_text()
     assert "| relu | 1 |" in report and "fast_1.5" in report and "## QD-score per task" in report
     assert (out / "best_objective.png").stat().st_size > 0 and (out / "qd_score.png").stat().st_size > 0

@@ -66,7 +66,7 @@ class SearchDriver:
 
     # -- resume -----------------------------------------------------------
     def _rebuild_from_store(self) -> None:
-        from .workers import source_hash
+        from ..candidate import source_hash
         for row in self.store.iter_candidates():
             if row.source:
                 self.hashes.add(source_hash(row.source))
@@ -199,7 +199,7 @@ class SearchDriver:
             self.consecutive_duplicates = 0
             self.hashes.add(result["hash"])
             flight.proposal = result
-            self.pool.submit(flight.worker, "verify", flight, result["source"], job["seed"])
+            self.pool.submit(flight.worker, "verify", flight, result["source"])
             return None
         if err is not None:
             return self._record_failure(job, flight.proposal, "worker", err, flight)
@@ -246,6 +246,8 @@ class SearchDriver:
                    descriptors=descriptors, cell=cell, objective=objective,
                    hardware=verdict.get("hardware", {}), archive_status=status,
                    verify_seconds=float(verdict.get("seconds", 0.0)))
+        if verdict.get("cached"):
+            self.stats.verdicts_cached += 1
         cid = self._store(row, proposal.get("llm_log"), job, proposal, objective=objective)
         if status == NEW_CELL:
             self.log(f"  new cell {tuple(cell)} ({self.archive.spec.describe_cell(tuple(cell))}): candidate {cid}, "
@@ -301,6 +303,7 @@ class SearchDriver:
                                      budget=self.settings.budget, extra=extra)
         self.store.set_meta("jobs_issued", self.job_counter)
         self.store.set_meta("duplicates", self.stats.duplicates)
+        self.store.set_meta("verdicts_cached", self.stats.verdicts_cached)
         self.store.set_meta("wall_seconds", self.stats.wall_seconds)
         self.stats.wall_seconds_before, self.stats.started = self.stats.wall_seconds, time.time()
         write_json_atomic(self.run_dir / SUMMARY_NAME, summary)

@@ -63,8 +63,11 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
         verify_options = {"max_kernel_configs": cfg.max_kernel_configs}
         if not cfg.tuning:
             verify_options["tune"] = False
-        pool = WorkerPool(n_workers, worker_cls, {"task": task.to_dict(), "hardware": hardware,
-                                                  "mutator": mutator_spec, "verify_options": verify_options})
+        init = {"task": task.to_dict(), "hardware": hardware, "mutator": mutator_spec,
+                "verify_options": verify_options}
+        if cfg.verdict_cache is not None:
+            init["verdict_cache"] = str(cfg.verdict_cache)
+        pool = WorkerPool(n_workers, worker_cls, init)
         try:
             pool.ready()
         except Exception as exc:

@@ -30,6 +30,7 @@ class RunStats:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     duplicates: int = 0
+    verdicts_cached: int = 0             # verdicts read from a bench's shared cache instead of verified
     workers_replaced: int = 0
     wall_seconds_before: float = 0.0     # from earlier sessions of a resumed run
     started: float = field(default_factory=time.time)
@@ -70,6 +71,7 @@ class RunStats:
                              "completion_tokens": data.get("completion_tokens", 0),
                              "cost_usd": data.get("cost_usd", 0.0)})
         stats.duplicates = int(store.get_meta("duplicates", 0))
+        stats.verdicts_cached = int(store.get_meta("verdicts_cached", 0))
         stats.wall_seconds_before = float(store.get_meta("wall_seconds", 0.0))
         return stats
 
@@ -93,6 +95,7 @@ class RunStats:
             "gate_failures": dict(sorted(self.gate_failures.items())),
             "mutators": dict(sorted(self.mutators.items())),
             "duplicates_skipped": self.duplicates,
+            "verdicts_cached": self.verdicts_cached,
             "workers_replaced": self.workers_replaced,
             "llm": {"calls": self.llm_calls, "prompt_tokens": self.prompt_tokens,
                     "completion_tokens": self.completion_tokens, "cost_usd": round(self.cost_usd, 6)},

@@ -8,7 +8,6 @@ runs in the driver; inside a worker it runs only in the verifier's sandbox.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from dataclasses import dataclass, field
@@ -16,14 +15,9 @@ from typing import Any
 
 import ray
 
+from ..candidate import source_hash, verify_seed
 from ..mutate.base import MutationRequest, ParentView, Proposal
 from ..task import task_from_dict
-
-
-def source_hash(source: str) -> str:
-    """Identity of a kernel source, insensitive to trailing whitespace."""
-    norm = "\n".join(line.rstrip() for line in source.strip().splitlines())
-    return hashlib.sha256(norm.encode()).hexdigest()[:32]
 
 
 def build_mutator(spec: dict[str, Any], seed: int):
@@ -45,10 +39,14 @@ class KernelWorker:
     """The work a Ray actor does.  Plain class so tests can drive it without Ray."""
 
     def __init__(self, task: dict[str, Any], hardware: list[str], mutator: dict[str, Any],
-                 verify_options: dict[str, Any], worker_index: int = 0):
+                 verify_options: dict[str, Any], worker_index: int = 0, verdict_cache: str | None = None):
         self.task = task_from_dict(task, check_files=False)
         self.hardware = list(hardware)
         self.verify_options = dict(verify_options)
+        self.cache = None
+        if verdict_cache:
+            from ..evaluate.verdict_cache import VerdictCache, context_key
+            self.cache = VerdictCache(verdict_cache, context_key(task, self.hardware, self.verify_options))
         self.mutator = build_mutator(mutator, seed=worker_index)
         self.name = f"w{worker_index}@{os.uname().nodename}:{os.getpid()}"
 
@@ -79,12 +77,22 @@ class KernelWorker:
         out["worker"] = self.name
         return out
 
-    def verify(self, source: str, seed: int) -> dict[str, Any]:
-        """Stage 2: all gates and the performance model on *source* (never raises)."""
+    def verify(self, source: str) -> dict[str, Any]:
+        """Stage 2: all gates and the performance model on *source* (never raises).
+
+        The verifier's seed comes from the source (:func:`verify_seed`), so a verdict is the
+        same in every run; with a verdict cache, a source verified before is read back.
+        """
         from ..evaluate.pipeline import verify
         start = time.time()
-        result = verify(self.task, source, self.hardware, seed=seed, **self.verify_options)
-        out = result.to_dict()
+        out = self.cache.get(source) if self.cache is not None else None
+        if out is not None:
+            out["cached"] = True
+        else:
+            result = verify(self.task, source, self.hardware, seed=verify_seed(source), **self.verify_options)
+            out = result.to_dict()
+            if self.cache is not None:
+                self.cache.put(source, out)
         out["worker"] = self.name
         out["wall_seconds"] = time.time() - start
         return out

@@ -41,7 +41,7 @@ class FakeWorker:
                 "parent_ids": [] if job["kind"] == "seed" else [job["parent"]["id"]], "prompt_id": None,
                 "error": None, "hash": h, "usage": {"calls": 0}, "llm_log": [], "worker": self.ping()}
 
-    def verify(self, source, seed):
+    def verify(self, source):
         if "DIE" in source:
             os._exit(1)
         if "FAIL" in source:
