@@ -13,6 +13,7 @@ it off; verdicts do not depend on the run, see ``evaluate/verdict_cache.py``).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 import traceback
@@ -72,9 +73,18 @@ def load_suite(path: str | Path) -> Suite:
 
 def run_one(task_path: Path, method: str, seed: int, *, budget: int, workers: int, models: list[str],
             run_dir: Path, verdict_cache: Path | None = None) -> dict[str, Any]:
-    """One evolve run (resumed if a previous bench left it unfinished); returns its result row."""
-    from .search.rundir import STORE_NAME
+    """One evolve run (resumed if a previous bench left it unfinished); returns its result row.
+
+    A run that already reached the budget, or stopped early by itself (``stop_reason``), is
+    read back as it is: extending it would make its result depend on how often the bench ran.
+    """
+    from .bench_report import row_from_run
+    from .search.rundir import STORE_NAME, SUMMARY_NAME
     from .search.session import run_evolution
+    done = _ended_summary(run_dir / SUMMARY_NAME, budget) if (run_dir / STORE_NAME).exists() else None
+    if done is not None:
+        return row_from_run(run_dir, method=method, seed=seed, summary=done,
+                            seconds=float(done.get("wall_seconds", 0.0)))
     strategy, prompts, tuning = METHODS[method]
     resume = run_dir if (run_dir / STORE_NAME).exists() else None
     cfg = EvolveConfig(task=task_path, budget=budget, workers=workers, seed=seed,
@@ -82,8 +92,18 @@ def run_one(task_path: Path, method: str, seed: int, *, budget: int, workers: in
                        prompt_evolution=prompts, tuning=tuning, quiet=True, verdict_cache=verdict_cache)
     t0 = time.time()
     summary, _ = run_evolution(cfg)
-    from .bench_report import row_from_run
     return row_from_run(run_dir, method=method, seed=seed, summary=summary, seconds=time.time() - t0)
+
+
+def _ended_summary(path: Path, budget: int) -> dict[str, Any] | None:
+    """The run's summary if it reached *budget* or stopped by itself; None if it should go on."""
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if int(summary.get("n_candidates", 0)) >= budget or summary.get("stop_reason"):
+        return summary
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:

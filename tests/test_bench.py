@@ -1,6 +1,7 @@
 """The bench harness: a real (tiny) suite run end to end, the metrics on known rows, and bad suites."""
 
 import csv
+import json
 import math
 
 import pytest
@@ -36,6 +37,14 @@ def test_tiny_suite_all_methods_end_to_end(tmp_path, ray_local, monkeypatch, cap
                        "--out", str(out)]) == 0
     again = list(csv.DictReader((out / "results.csv").open()))
     assert again[0]["n_candidates"] == "3" and again[0]["best_objective"] == rows[1]["best_objective"]
+    # a larger budget extends unfinished runs, but not one that stopped by itself (stop_reason)
+    summary_path = out / "runs" / "relu" / "random" / "seed0" / "summary.json"
+    summary = json.loads(summary_path.read_text())
+    summary_path.write_text(json.dumps({**summary, "stop_reason": "the mutator has run out of new edits"}))
+    assert bench_main([str(suite), "--methods", "greedy,random", "--seeds", "0", "--workers", "1",
+                       "--budget", "4", "--out", str(out)]) == 0
+    extended = {r["method"]: r for r in csv.DictReader((out / "results.csv").open())}
+    assert extended["greedy"]["n_candidates"] == "4" and extended["random"]["n_candidates"] == "3"
 
 
 def _row(task, method, seed, best, qd=1.0, level=1):
