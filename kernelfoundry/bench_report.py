@@ -115,6 +115,7 @@ def write_report(out: Path, rows: list[dict[str, Any]], *, suite: str, budget: i
     for method, agg in metrics.items():
         table.append(f"| {method} | " + " | ".join(_fmt(agg[k]) for k in keys) + " |")
     per_task = _per_task_table(rows, list(metrics), levels)
+    sol = _sol_table(rows, list(metrics))
     plots = _plot_curves(out, rows)
     text = "\n".join([
         f"# Benchmark: suite {suite}", "",
@@ -127,6 +128,9 @@ def write_report(out: Path, rows: list[dict[str, Any]], *, suite: str, budget: i
         *per_task["speedup"], "",
         "## QD-score per task (mean over seeds; in brackets: candidates evaluated, mean over seeds)", "",
         *per_task["qd"], "",
+        "## Fraction of speed-of-light per hardware (best kernel of each run; mean over the runs whose task "
+        "targets that hardware, their number in brackets)", "",
+        *sol, "",
         "## Curves", "", *[f"![{p.stem}]({p.name})" for p in plots], ""])
     (out / "report.md").write_text(text)
     return "\n".join(table)
@@ -162,6 +166,30 @@ def _per_task_table(rows: list[dict[str, Any]], methods: list[str], levels: dict
         speed.append(f"| {task} | {levels.get(task, '')} | " + " | ".join(cells) + " |")
         qd_rows.append(f"| {task} | {levels.get(task, '')} | " + " | ".join(qd_cells) + " |")
     return {"speedup": speed, "qd": qd_rows}
+
+
+def _parse_sol(text: str | None) -> dict[str, float]:
+    """``"h100=0.14;ascend910b2=0.005"`` (results.csv) -> {hardware: fraction}."""
+    out = {}
+    for part in (text or "").split(";"):
+        name, sep, value = part.partition("=")
+        if sep:
+            out[name.strip()] = float(value)
+    return out
+
+
+def _sol_table(rows: list[dict[str, Any]], methods: list[str]) -> list[str]:
+    """Markdown table method x hardware: mean speed-of-light fraction of the runs' best kernels."""
+    values: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in rows:
+        for hw, frac in _parse_sol(r.get("sol_fraction")).items():
+            values[(r["method"], hw)].append(frac)
+    hardware = sorted({hw for _, hw in values})
+    table = ["| method | " + " | ".join(hardware) + " |", "|---|" + "---:|" * len(hardware)]
+    for method in methods:
+        cells = [f"{100 * mean(v):.1f}% ({len(v)})" if (v := values.get((method, hw))) else "-" for hw in hardware]
+        table.append(f"| {method} | " + " | ".join(cells) + " |")
+    return table
 
 
 def _plot_curves(out: Path, rows: list[dict[str, Any]]) -> list[Path]:

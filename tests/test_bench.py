@@ -8,7 +8,7 @@ import pytest
 
 from kernelfoundry import REPO_DIR
 from kernelfoundry.bench import main as bench_main
-from kernelfoundry.bench_report import _per_task_table, method_metrics
+from kernelfoundry.bench_report import _per_task_table, _sol_table, method_metrics
 
 
 def test_tiny_suite_all_methods_end_to_end(tmp_path, ray_local, monkeypatch, capsys):
@@ -31,6 +31,7 @@ def test_tiny_suite_all_methods_end_to_end(tmp_path, ray_local, monkeypatch, cap
     assert (out / "verdicts.sqlite").exists()
     report = (out / "report.md").read_text()
     assert "| relu | 1 |" in report and "fast_1.5" in report and "## QD-score per task" in report
+    assert "| map-elites | " in report.split("speed-of-light per hardware")[1]
     assert (out / "best_objective.png").stat().st_size > 0 and (out / "qd_score.png").stat().st_size > 0
     # a second invocation with the same --out resumes: finished runs are not re-evaluated
     assert bench_main([str(suite), "--methods", "greedy", "--seeds", "0", "--workers", "1",
@@ -81,6 +82,18 @@ def test_per_task_tables_on_known_rows():
     # QD-score: mean over seeds, with the mean number of candidates in brackets
     assert tables["qd"][2] == "| a | 1 | 3.00 (15) | 0.00 (10) |"
     assert tables["qd"][3] == "| b | 2 | - | 1.50 (10) |"
+
+
+def test_sol_table_averages_per_method_and_hardware():
+    rows = [_row("a", "m", 0, 0.5), _row("b", "m", 0, 2.0), _row("a", "g", 0, None)]
+    rows[0]["sol_fraction"] = "h100=0.1;ascend910b2=0.02"
+    rows[1]["sol_fraction"] = "h100=0.3"
+    rows[2]["sol_fraction"] = ""
+    table = _sol_table(rows, ["m", "g"])
+    assert table[0] == "| method | ascend910b2 | h100 |"
+    # a task that does not target a hardware does not count towards its mean; no correct kernel: "-"
+    assert table[2] == "| m | 2.0% (1) | 20.0% (2) |"
+    assert table[3] == "| g | - | - |"
 
 
 @pytest.mark.parametrize("text, message", [
