@@ -79,12 +79,11 @@ def run_one(task_path: Path, method: str, seed: int, *, budget: int, workers: in
     read back as it is: extending it would make its result depend on how often the bench ran.
     """
     from .bench_report import row_from_run
-    from .search.rundir import STORE_NAME, SUMMARY_NAME
+    from .search.rundir import STORE_NAME
     from .search.session import run_evolution
-    done = _ended_summary(run_dir / SUMMARY_NAME, budget) if (run_dir / STORE_NAME).exists() else None
-    if done is not None:
-        return row_from_run(run_dir, method=method, seed=seed, summary=done,
-                            seconds=float(done.get("wall_seconds", 0.0)))
+    row = finished_row(run_dir, method, seed, budget)
+    if row is not None:
+        return row
     strategy, prompts, tuning = METHODS[method]
     resume = run_dir if (run_dir / STORE_NAME).exists() else None
     cfg = EvolveConfig(task=task_path, budget=budget, workers=workers, seed=seed,
@@ -93,6 +92,18 @@ def run_one(task_path: Path, method: str, seed: int, *, budget: int, workers: in
     t0 = time.time()
     summary, _ = run_evolution(cfg)
     return row_from_run(run_dir, method=method, seed=seed, summary=summary, seconds=time.time() - t0)
+
+
+def finished_row(run_dir: Path, method: str, seed: int, budget: int) -> dict[str, Any] | None:
+    """The result row of the run in *run_dir* if it has ended (see :func:`_ended_summary`), else None."""
+    from .bench_report import row_from_run
+    from .search.rundir import STORE_NAME, SUMMARY_NAME
+    if not (run_dir / STORE_NAME).exists():
+        return None
+    done = _ended_summary(run_dir / SUMMARY_NAME, budget)
+    if done is None:
+        return None
+    return row_from_run(run_dir, method=method, seed=seed, summary=done, seconds=float(done.get("wall_seconds", 0.0)))
 
 
 def _ended_summary(path: Path, budget: int) -> dict[str, Any] | None:
@@ -119,8 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", action="append", default=[], dest="models", help="litellm model(s) for LLM runs")
     p.add_argument("--no-verdict-cache", action="store_true",
                    help="verify every run's kernels afresh instead of sharing verdicts between runs")
+    p.add_argument("--report-only", action="store_true",
+                   help="run nothing: rewrite results.csv and report.md of --out from its finished runs")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     args = p.parse_args(argv)
+    if args.report_only and args.out is None:
+        p.error("--report-only needs --out (the bench directory to report on)")
     try:
         return _run(args)
     except UserError as exc:
@@ -146,6 +161,8 @@ def _run(args) -> int:
     tasks = [load_task(t) for t in suite.tasks]
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = args.out or DEFAULT_ARCHIVES / "bench" / f"{suite.name}-{stamp}"
+    if args.report_only:
+        return _report_only(out, suite, tasks, methods, seeds, budget)
     out.mkdir(parents=True, exist_ok=True)
     from .search.session import start_ray
     started_ray = start_ray(workers=args.workers)
@@ -173,6 +190,32 @@ def _run(args) -> int:
     report = bench_report.write_report(out, rows, suite=suite.name, budget=budget, seeds=seeds,
                                        levels={t.name: t.level for t in tasks})
     print(f"\n{report}\nresults: {out / 'results.csv'}\nreport:  {out / 'report.md'}")
+    return 0
+
+
+def _report_only(out: Path, suite: Suite, tasks: list, methods: list[str], seeds: list[int], budget: int) -> int:
+    """Rewrite OUT's results.csv and report.md from the runs that ended; list the others."""
+    from . import bench_report
+    if not out.is_dir():
+        raise UserError(f"--out {out} does not exist; nothing to report on.")
+    rows, missing = [], []
+    for task in tasks:
+        for method in methods:
+            for seed in seeds:
+                row = finished_row(out / "runs" / task.name / method / f"seed{seed}", method, seed, budget)
+                if row is None:
+                    missing.append(f"{task.name}/{method}/seed{seed}")
+                else:
+                    rows.append(row)
+    if not rows:
+        raise UserError(f"--out {out} holds no finished run of this suite, methods and seeds at budget {budget}.")
+    bench_report.write_csv(out / "results.csv", rows)
+    report = bench_report.write_report(out, rows, suite=suite.name, budget=budget, seeds=seeds,
+                                       levels={t.name: t.level for t in tasks})
+    print(report)
+    if missing:
+        print(f"\nnot finished (left out of the report): {len(missing)} run(s): {', '.join(missing)}")
+    print(f"results: {out / 'results.csv'}\nreport:  {out / 'report.md'}")
     return 0
 
 

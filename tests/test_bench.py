@@ -46,6 +46,17 @@ def test_tiny_suite_all_methods_end_to_end(tmp_path, ray_local, monkeypatch, cap
                        "--budget", "4", "--out", str(out)]) == 0
     extended = {r["method"]: r for r in csv.DictReader((out / "results.csv").open())}
     assert extended["greedy"]["n_candidates"] == "4" and extended["random"]["n_candidates"] == "3"
+    # --report-only runs nothing: it reports the runs that ended and names the others
+    (out / "report.md").unlink()
+    capsys.readouterr()
+    assert bench_main([str(suite), "--seeds", "0,1", "--budget", "4", "--report-only", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert ("4 run(s): relu/map-elites/seed0, relu/map-elites/seed1, relu/greedy/seed1, "
+            "relu/random/seed1") in printed
+    reported = {r["method"]: r for r in csv.DictReader((out / "results.csv").open())}
+    assert sorted(reported) == ["greedy", "random"] and reported["greedy"]["n_candidates"] == "4"
+    assert "## QD-score per task" in (out / "report.md").read_text()
+    assert not (out / "runs" / "relu" / "greedy" / "seed1").exists()
 
 
 def _row(task, method, seed, best, qd=1.0, level=1):
@@ -115,3 +126,7 @@ def test_bad_method_and_seeds(tmp_path, capsys):
     assert "hillclimb" in capsys.readouterr().err
     assert bench_main([smoke, "--seeds", "0,x", "--out", str(tmp_path)]) == 2
     assert "--seeds" in capsys.readouterr().err
+    assert bench_main([smoke, "--report-only", "--out", str(tmp_path / "none")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert bench_main([smoke, "--report-only", "--out", str(tmp_path)]) == 2
+    assert "no finished run" in capsys.readouterr().err
