@@ -94,6 +94,11 @@ def run_one(task_path: Path, method: str, seed: int, *, budget: int, workers: in
     return row_from_run(run_dir, method=method, seed=seed, summary=summary, seconds=time.time() - t0)
 
 
+def run_dir_of(out: Path, task: str, method: str, seed: int) -> Path:
+    """Where a bench in *out* keeps the run of (task, method, seed)."""
+    return out / "runs" / task / method / f"seed{seed}"
+
+
 def finished_row(run_dir: Path, method: str, seed: int, budget: int) -> dict[str, Any] | None:
     """The result row of the run in *run_dir* if it has ended (see :func:`_ended_summary`), else None."""
     from .bench_report import row_from_run
@@ -173,7 +178,7 @@ def _run(args) -> int:
         for task_path, task in zip(suite.tasks, tasks):
             for method in methods:
                 for seed in seeds:
-                    run_dir = out / "runs" / task.name / method / f"seed{seed}"
+                    run_dir = run_dir_of(out, task.name, method, seed)
                     row = run_one(task_path, method, seed, budget=budget, workers=args.workers,
                                   models=args.models, run_dir=run_dir,
                                   verdict_cache=None if args.no_verdict_cache else out / "verdicts.sqlite")
@@ -202,7 +207,7 @@ def _report_only(out: Path, suite: Suite, tasks: list, methods: list[str], seeds
     for task in tasks:
         for method in methods:
             for seed in seeds:
-                row = finished_row(out / "runs" / task.name / method / f"seed{seed}", method, seed, budget)
+                row = finished_row(run_dir_of(out, task.name, method, seed), method, seed, budget)
                 if row is None:
                     missing.append(f"{task.name}/{method}/seed{seed}")
                 else:
