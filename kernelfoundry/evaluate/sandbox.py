@@ -424,6 +424,10 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
                 wall = time.monotonic() - start
                 _kill_all(child.pid, uid)
             tail, out_bytes = _tail(output_fd, limits.tail_bytes)
+            if killed_by is None and out_bytes > limits.output_bytes:
+                # It printed past the limit and ended (e.g. EFBIG at RLIMIT_FSIZE) between two polls.
+                killed_by = "output"
+                reason = f"killed: printed more than {_fmt_bytes(limits.output_bytes)} of output"
         finally:
             os.close(output_fd)
         raw = _read_untrusted(out_path, limits.file_bytes)

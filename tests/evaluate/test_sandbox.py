@@ -43,6 +43,10 @@ def main():
     elif do == "print":
         while True:
             print("x" * 10000)
+    elif do == "burst":
+        sys.stdout.write("y" * (3 << 20))
+        sys.stdout.flush()
+        sys.exit(1)
     elif do == "exit":
         sys.exit(3)
     elif do == "os_exit":
@@ -178,6 +182,15 @@ def test_huge_output_is_capped(probe):
     assert not out.ok and out.killed_by == "output"
     assert out.reason == "killed: printed more than 1 MB of output"
     assert len(out.output_tail) <= 4096
+
+
+def test_output_over_the_limit_is_caught_even_when_the_child_ends_between_polls(probe):
+    # A poll period longer than the job: the watchdog never sees it running, only its output.
+    limits = SandboxLimits(wall_s=30.0, output_bytes=1 << 20, tail_bytes=4096, poll_s=20.0)
+    out = run_sandboxed(probe, {"do": "burst"}, limits)
+    assert not out.ok and out.killed_by == "output", out
+    assert out.reason == "killed: printed more than 1 MB of output"
+    assert out.output_bytes > 3 << 20 and out.wall_s < 20
 
 
 @pytest.mark.parametrize("do,reason", [
