@@ -89,9 +89,9 @@ def run_one(task_path: Path, method: str, seed: int, *, budget: int, workers: in
     cfg = EvolveConfig(task=task_path, budget=budget, workers=workers, seed=seed,
                        out=None if resume else run_dir, resume=resume, models=list(models), strategy=strategy,
                        prompt_evolution=prompts, tuning=tuning, quiet=True, verdict_cache=verdict_cache)
-    t0 = time.time()
     summary, _ = run_evolution(cfg)
-    return row_from_run(run_dir, method=method, seed=seed, summary=summary, seconds=time.time() - t0)
+    return row_from_run(run_dir, method=method, seed=seed, summary=summary,
+                        seconds=float(summary.get("wall_seconds", 0.0)))
 
 
 def run_dir_of(out: Path, task: str, method: str, seed: int) -> Path:
@@ -108,6 +108,10 @@ def finished_row(run_dir: Path, method: str, seed: int, budget: int) -> dict[str
     done = _ended_summary(run_dir / SUMMARY_NAME, budget)
     if done is None:
         return None
+    if int(done.get("budget", budget)) > budget and int(done["n_candidates"]) > budget:
+        raise UserError(f"the run in {run_dir} was made with budget {done['budget']} and has evaluated "
+                        f"{done['n_candidates']} candidates, more than --budget {budget}; a bench compares "
+                        f"equal budgets: use --budget {done['budget']} or another --out.")
     return row_from_run(run_dir, method=method, seed=seed, summary=done, seconds=float(done.get("wall_seconds", 0.0)))
 
 
@@ -162,8 +166,20 @@ def _run(args) -> int:
         seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     except ValueError:
         raise UserError(f"--seeds must be comma-separated integers; got {args.seeds!r}.") from None
+    if not seeds:
+        raise UserError(f"--seeds names no seed; got {args.seeds!r}.")
+    for flag, values in (("--methods", methods), ("--seeds", seeds)):
+        if len(set(values)) != len(values):
+            raise UserError(f"{flag} names {sorted({v for v in values if values.count(v) > 1})} more than once.")
+    if args.budget is not None and args.budget < 1:
+        raise UserError(f"--budget must be at least 1; got {args.budget}.")
     budget = args.budget or suite.budget or 50
     tasks = [load_task(t) for t in suite.tasks]
+    names = [t.name for t in tasks]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UserError(f"suite file {suite.path}: tasks named {twice} appear more than once (a run directory "
+                        f"is named after its task, so each task name must be unique in a suite).")
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = args.out or DEFAULT_ARCHIVES / "bench" / f"{suite.name}-{stamp}"
     if args.report_only:
@@ -172,6 +188,7 @@ def _run(args) -> int:
     from .search.session import start_ray
     started_ray = start_ray(workers=args.workers)
     rows: list[dict[str, Any]] = []
+    failed: list[str] = []
     total = len(tasks) * len(methods) * len(seeds)
     started = time.time()
     try:
@@ -179,22 +196,33 @@ def _run(args) -> int:
             for method in methods:
                 for seed in seeds:
                     run_dir = run_dir_of(out, task.name, method, seed)
-                    row = run_one(task_path, method, seed, budget=budget, workers=args.workers,
-                                  models=args.models, run_dir=run_dir,
-                                  verdict_cache=None if args.no_verdict_cache else out / "verdicts.sqlite")
+                    head = f"[{len(rows) + len(failed) + 1}/{total}] {task.name:<22} {method:<22} seed {seed}:"
+                    try:
+                        row = run_one(task_path, method, seed, budget=budget, workers=args.workers,
+                                      models=args.models, run_dir=run_dir,
+                                      verdict_cache=None if args.no_verdict_cache else out / "verdicts.sqlite")
+                    except UserError as exc:          # this run cannot go on; the others can
+                        failed.append(f"{task.name}/{method}/seed{seed} failed: {exc}")
+                        print(f"{head} FAILED: {exc}", flush=True)
+                        continue
                     rows.append(row)
                     best = row["best_objective"]
-                    print(f"[{len(rows)}/{total}] {task.name:<22} {method:<22} seed {seed}: best "
-                          f"{'-' if best is None else f'{best:.3f}x'}  QD {row['qd_score']:.2f}  "
+                    print(f"{head} best {'-' if best is None else f'{best:.3f}x'}  QD {row['qd_score']:.2f}  "
                           f"{row['seconds']:.0f}s  (elapsed {time.time() - started:.0f}s)", flush=True)
                     bench_report.write_csv(out / "results.csv", rows)
     finally:
         if started_ray:
             import ray
             ray.shutdown()
-    report = bench_report.write_report(out, rows, suite=suite.name, budget=budget, seeds=seeds,
-                                       levels={t.name: t.level for t in tasks})
+    if not rows:
+        raise UserError(f"no run of the bench finished; {len(failed)} failed:\n  " + "\n  ".join(failed))
+    report = bench_report.write_report(out, rows, suite=suite.name, budget=budget, methods=methods, seeds=seeds,
+                                       levels={t.name: t.level for t in tasks}, left_out=failed)
     print(f"\n{report}\nresults: {out / 'results.csv'}\nreport:  {out / 'report.md'}")
+    if failed:
+        print(f"\n{len(failed)} run(s) failed and are left out of the report (listed in it):\n  "
+              + "\n  ".join(failed), file=sys.stderr)
+        return 1
     return 0
 
 
@@ -209,17 +237,17 @@ def _report_only(out: Path, suite: Suite, tasks: list, methods: list[str], seeds
             for seed in seeds:
                 row = finished_row(run_dir_of(out, task.name, method, seed), method, seed, budget)
                 if row is None:
-                    missing.append(f"{task.name}/{method}/seed{seed}")
+                    missing.append(f"{task.name}/{method}/seed{seed} not finished")
                 else:
                     rows.append(row)
     if not rows:
         raise UserError(f"--out {out} holds no finished run of this suite, methods and seeds at budget {budget}.")
     bench_report.write_csv(out / "results.csv", rows)
-    report = bench_report.write_report(out, rows, suite=suite.name, budget=budget, seeds=seeds,
-                                       levels={t.name: t.level for t in tasks})
+    report = bench_report.write_report(out, rows, suite=suite.name, budget=budget, methods=methods, seeds=seeds,
+                                       levels={t.name: t.level for t in tasks}, left_out=missing)
     print(report)
     if missing:
-        print(f"\nnot finished (left out of the report): {len(missing)} run(s): {', '.join(missing)}")
+        print(f"\nleft out of the report: {len(missing)} run(s): {', '.join(missing)}")
     print(f"results: {out / 'results.csv'}\nreport:  {out / 'report.md'}")
     return 0
 

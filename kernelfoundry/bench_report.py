@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
+import warnings
 from collections import defaultdict
 from pathlib import Path
 from statistics import mean, pstdev
@@ -59,30 +60,55 @@ def _speedup(row: dict[str, Any]) -> float | None:
     return None if b in (None, "") else float(b)
 
 
+def _solved(speedup: float | None) -> bool:
+    """A correct kernel with a positive predicted speedup.
+
+    A best objective of 0 means the model found no config of the kernel that runs on
+    some target hardware or shape (``perfmodel/score.py``): correct, but no solution there.
+    """
+    return speedup is not None and speedup > 0
+
+
+def comparable_tasks(rows: list[dict[str, Any]], methods: list[str], seeds: list[int]) -> list[str]:
+    """Tasks (in row order) with a row for every method and seed: the method table compares on these."""
+    have = {(r["task"], r["method"], int(r["seed"])) for r in rows}
+    tasks = dict.fromkeys(r["task"] for r in rows)
+    return [t for t in tasks if all((t, m, s) in have for m in methods for s in seeds)]
+
+
 def method_metrics(rows: list[dict[str, Any]], levels: dict[str, int]) -> dict[str, dict[str, Any]]:
-    """Per method: fast_p, geomean speedup, summed QD-score, ... (mean and sd over seeds)."""
+    """Per method: fast_p, geomean speedup, summed QD-score, ... (mean and sd over seeds).
+
+    Compare methods only on rows of the same tasks (see :func:`comparable_tasks`): sums and
+    shares are taken over the rows given.
+    """
     by_method_seed: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
         by_method_seed[r["method"]][int(r["seed"])].append(r)
+    level_set = sorted({_level(r, levels) for r in rows})
     out = {}
     for method, per_seed in by_method_seed.items():
-        per_seed_metrics = [_suite_metrics(rs, levels) for rs in per_seed.values()]
+        per_seed_metrics = [_suite_metrics(rs, levels, level_set) for rs in per_seed.values()]
         agg: dict[str, Any] = {"seeds": len(per_seed_metrics)}
-        for key in per_seed_metrics[0]:
-            values = [m[key] for m in per_seed_metrics if m[key] is not None]
+        for key in dict.fromkeys(k for m in per_seed_metrics for k in m):
+            values = [m[key] for m in per_seed_metrics if m.get(key) is not None]
             agg[key] = (mean(values), pstdev(values)) if values else (None, None)
         out[method] = agg
     return out
 
 
-def _suite_metrics(rows: list[dict[str, Any]], levels: dict[str, int]) -> dict[str, Any]:
+def _level(row: dict[str, Any], levels: dict[str, int]) -> int:
+    return int(levels.get(row["task"], row["level"]))
+
+
+def _suite_metrics(rows: list[dict[str, Any]], levels: dict[str, int], level_set: list[int]) -> dict[str, Any]:
     n = len(rows)
     speedups = [_speedup(r) for r in rows]
     m: dict[str, Any] = {}
     for p in FAST_P:
-        m[f"fast_{p:g}"] = sum(1 for s in speedups if s is not None and s > p) / n
-    correct = [s for s in speedups if s is not None and s > 0]
-    m["geomean_speedup"] = math.exp(mean(math.log(s) for s in correct)) if correct else None
+        m[f"fast_{p:g}"] = sum(1 for s in speedups if _solved(s) and s > p) / n
+    solved = [s for s in speedups if _solved(s)]
+    m["geomean_speedup"] = math.exp(mean(math.log(s) for s in solved)) if solved else None
     m["qd_score_sum"] = sum(float(r["qd_score"]) for r in rows)
     m["coverage_mean"] = mean(float(r["coverage"]) for r in rows)
     m["correctness_rate"] = mean(float(r["correctness_rate"]) for r in rows)
@@ -90,11 +116,15 @@ def _suite_metrics(rows: list[dict[str, Any]], levels: dict[str, int]) -> dict[s
     m["llm_cost_usd"] = sum(float(r["llm_cost_usd"] or 0) for r in rows)
     by_level: dict[int, list[float | None]] = defaultdict(list)
     for r, s in zip(rows, speedups):
-        by_level[levels.get(r["task"], int(r["level"]))].append(s)
-    for level in sorted(by_level):
-        m[f"level{level}_fast_1"] = sum(1 for s in by_level[level] if s is not None and s > 1) / len(by_level[level])
-    if 3 in by_level:
-        m["level_score"] = sum(LEVEL_WEIGHTS[lv] * m[f"level{lv}_fast_1"] for lv in (1, 2, 3) if lv in by_level)
+        by_level[_level(r, levels)].append(s)
+    for level in level_set:
+        got = by_level.get(level)
+        m[f"level{level}_pass"] = sum(1 for s in got if _solved(s)) / len(got) if got else None
+        m[f"level{level}_fast_1"] = sum(1 for s in got if _solved(s) and s > 1) / len(got) if got else None
+    if 3 in level_set:
+        present = [lv for lv in (1, 2, 3) if m.get(f"level{lv}_pass") is not None]
+        weight = sum(LEVEL_WEIGHTS[lv] for lv in present)
+        m["level_score"] = sum(LEVEL_WEIGHTS[lv] * m[f"level{lv}_pass"] for lv in present) / weight
     return m
 
 
@@ -105,25 +135,43 @@ def _fmt(pair: tuple[float | None, float | None], digits: int = 3) -> str:
     return f"{v:.{digits}f}" if not sd else f"{v:.{digits}f} ± {sd:.{digits}f}"
 
 
-def write_report(out: Path, rows: list[dict[str, Any]], *, suite: str, budget: int, seeds: list[int],
-                 levels: dict[str, int]) -> str:
-    """Write OUT/report.md and the plots; returns the method table (also printed by the command)."""
-    metrics = method_metrics(rows, levels)
-    keys = [k for k in next(iter(metrics.values())) if k != "seeds"]
-    header = "| method | " + " | ".join(keys) + " |"
-    table = [header, "|" + "---|" * (len(keys) + 1)]
-    for method, agg in metrics.items():
-        table.append(f"| {method} | " + " | ".join(_fmt(agg[k]) for k in keys) + " |")
-    per_task = _per_task_table(rows, list(metrics), levels)
-    sol = _sol_table(rows, list(metrics))
-    plots = _plot_curves(out, rows)
+def write_report(out: Path, rows: list[dict[str, Any]], *, suite: str, budget: int, methods: list[str],
+                 seeds: list[int], levels: dict[str, int], left_out: list[str] = ()) -> str:
+    """Write OUT/report.md and the plots; returns the method table (also printed by the command).
+
+    The method table and the curves compare methods on the tasks every method and seed
+    finished; the per-task tables show every row.  *left_out* names runs without a row.
+    """
+    methods = [m for m in methods if any(r["method"] == m for r in rows)]
+    common = comparable_tasks(rows, methods, seeds)
+    compared = [r for r in rows if r["task"] in common]
+    all_tasks = list(dict.fromkeys([*levels, *(r["task"] for r in rows)]))
+    if compared:
+        metrics = method_metrics(compared, levels)
+        keys = list(dict.fromkeys(k for agg in metrics.values() for k in agg if k != "seeds"))
+        table = ["| method | " + " | ".join(keys) + " |", "|" + "---|" * (len(keys) + 1)]
+        for method in methods:
+            table.append(f"| {method} | " + " | ".join(_fmt(metrics[method].get(k, (None, None))) for k in keys)
+                         + " |")
+        plots = _plot_curves(out, compared)
+    else:
+        table = ["No task has finished runs for every method and seed yet; the per-task tables below show "
+                 "the runs that did finish."]
+        plots = []
+    scope = (f"all {len(common)} tasks" if len(common) == len(all_tasks)
+             else f"the {len(common)} of {len(all_tasks)} tasks that every method and seed finished "
+                  f"({', '.join(common) or 'none'})")
+    per_task = _per_task_table(rows, methods, levels)
+    sol = _sol_table(rows, methods)
     text = "\n".join([
         f"# Benchmark: suite {suite}", "",
-        f"Budget {budget} candidates per run; seeds {seeds}; {len(rows)} runs. Values are mean ± sd over seeds.",
+        f"Budget {budget} candidates per run; methods {', '.join(methods)}; seeds {seeds}; {len(rows)} runs. "
+        "Values are mean ± sd over seeds.",
         "fast_p: share of tasks with a correct kernel whose speedup over the eager-PyTorch estimate exceeds p "
-        "(KernelBench). level*_fast_1: the same per level; level_score weights levels 0.2/0.3/0.5 (NPUKernelBench) "
-        "when level 3 exists.", "",
-        "## Methods", "", *table, "",
+        "(KernelBench). level*_pass: share of a level's tasks with a correct kernel; level*_fast_1: with "
+        "speedup > 1; level_score weights the levels' pass rates 0.2/0.3/0.5 (NPUKernelBench) when level 3 "
+        "exists.", "",
+        "## Methods", "", f"Over {scope}.", "", *table, "",
         "## Best speedup per task (geometric mean over seeds; `seed`: the task's best seed kernel)", "",
         *per_task["speedup"], "",
         "## QD-score per task (mean over seeds; in brackets: candidates evaluated, mean over seeds)", "",
@@ -131,6 +179,7 @@ def write_report(out: Path, rows: list[dict[str, Any]], *, suite: str, budget: i
         "## Fraction of speed-of-light per hardware (best kernel of each run; mean over the runs whose task "
         "targets that hardware, their number in brackets)", "",
         *sol, "",
+        *(["## Runs left out", "", *[f"- {r}" for r in left_out], ""] if left_out else []),
         "## Curves", "", *[f"![{p.stem}]({p.name})" for p in plots], ""])
     (out / "report.md").write_text(text)
     return "\n".join(table)
@@ -147,7 +196,7 @@ def _per_task_table(rows: list[dict[str, Any]], methods: list[str], levels: dict
         key = (r["task"], r["method"])
         s = _speedup(r)
         if s is not None:
-            best[key].append(s)
+            best[key].append(s)      # 0 (correct, no config fits a target) shows as 0.000
         qd[key].append(float(r["qd_score"] or 0.0))
         cands[key].append(float(r["n_candidates"] or 0))
         if r.get("seed_objective") not in (None, ""):
@@ -160,12 +209,17 @@ def _per_task_table(rows: list[dict[str, Any]], methods: list[str], levels: dict
         qd_cells = []
         for method in methods:
             vals = best.get((task, method))
-            cells.append(f"{math.exp(mean(map(math.log, vals))):.3f}" if vals else "-")
+            cells.append("-" if not vals else f"{_geomean_or_zero(vals):.3f}")
             q = qd.get((task, method))
             qd_cells.append(f"{mean(q):.2f} ({mean(cands[(task, method)]):.0f})" if q else "-")
         speed.append(f"| {task} | {levels.get(task, '')} | " + " | ".join(cells) + " |")
         qd_rows.append(f"| {task} | {levels.get(task, '')} | " + " | ".join(qd_cells) + " |")
     return {"speedup": speed, "qd": qd_rows}
+
+
+def _geomean_or_zero(values: list[float]) -> float:
+    """Geometric mean; 0 when any value is 0 (its limit)."""
+    return 0.0 if min(values) <= 0 else math.exp(mean(map(math.log, values)))
 
 
 def _parse_sol(text: str | None) -> dict[str, float]:
@@ -201,27 +255,33 @@ def _plot_curves(out: Path, rows: list[dict[str, Any]]) -> list[Path]:
     from .search.history import open_run, progress_curves
     best_logs: dict[str, list[np.ndarray]] = defaultdict(list)
     qd: dict[str, list[np.ndarray]] = defaultdict(list)
-    length = max(int(r["n_candidates"]) for r in rows)
+    curves = []
     for r in rows:
         run = open_run(r["run_dir"])
         try:
-            c = progress_curves(run.store, run.archive.spec)
+            curves.append((r, progress_curves(run.store, run.archive.spec)))
         finally:
             run.close()
-        pad = length - len(c.n)
-        b = np.log(np.nan_to_num(np.array(c.best, dtype=float), nan=1e-12).clip(1e-12))
-        best_logs[(r["method"], r["seed"])].append(np.pad(b, (0, pad), mode="edge"))
-        qd[(r["method"], r["seed"])].append(np.pad(np.array(c.qd_score), (0, pad), mode="edge"))
+    length = max(1, max(len(c.n) for _, c in curves))
+    for r, c in curves:
+        best = np.array(c.best, dtype=float)
+        # not solved yet (no correct kernel, or best 0): left out of the geomean, as in the table
+        logs = np.full(len(best), np.nan)
+        np.log(best, out=logs, where=np.nan_to_num(best, nan=0.0) > 0)
+        best_logs[(r["method"], r["seed"])].append(_pad_to(logs, length, empty=np.nan))
+        qd[(r["method"], r["seed"])].append(_pad_to(np.array(c.qd_score, dtype=float), length, empty=0.0))
     paths = []
     for name, data, combine, ylabel in (
-            ("best_objective", best_logs, lambda a: np.exp(np.mean(a, axis=0)), "geomean best speedup over tasks"),
+            ("best_objective", best_logs, _exp_nanmean, "geomean best speedup over solved tasks"),
             ("qd_score", qd, lambda a: np.sum(a, axis=0), "QD-score summed over tasks")):
         fig, ax = plt.subplots(figsize=(7, 4))
         per_method: dict[str, list[np.ndarray]] = defaultdict(list)
         for (method, _seed), arrays in data.items():
             per_method[method].append(combine(np.array(arrays)))
-        for method, curves in per_method.items():
-            ax.plot(np.arange(1, length + 1), np.mean(curves, axis=0), label=method)
+        for method, lines in per_method.items():
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)      # an index where no seed solved anything
+                ax.plot(np.arange(1, length + 1), np.nanmean(lines, axis=0), label=method)
         ax.set_xlabel("candidates evaluated per task")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
@@ -232,3 +292,19 @@ def _plot_curves(out: Path, rows: list[dict[str, Any]]) -> list[Path]:
         plt.close(fig)
         paths.append(path)
     return paths
+
+
+def _pad_to(values, length: int, *, empty: float):
+    """*values* extended to *length* with its last value (*empty* when it has none)."""
+    import numpy as np
+    if len(values) == 0:
+        return np.full(length, empty)
+    return np.pad(values, (0, length - len(values)), mode="edge")
+
+
+def _exp_nanmean(logs):
+    """exp of the mean over tasks of each column, ignoring tasks not solved yet (NaN)."""
+    import numpy as np
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)              # a column where no task is solved: NaN
+        return np.exp(np.nanmean(logs, axis=0))

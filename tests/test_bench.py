@@ -7,6 +7,7 @@ import math
 import pytest
 
 from kernelfoundry import REPO_DIR
+from kernelfoundry import bench_report
 from kernelfoundry.bench import main as bench_main
 from kernelfoundry.bench_report import _per_task_table, _sol_table, method_metrics
 
@@ -51,12 +52,34 @@ def test_tiny_suite_all_methods_end_to_end(tmp_path, ray_local, monkeypatch, cap
     capsys.readouterr()
     assert bench_main([str(suite), "--seeds", "0,1", "--budget", "4", "--report-only", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert ("4 run(s): relu/map-elites/seed0, relu/map-elites/seed1, relu/greedy/seed1, "
-            "relu/random/seed1") in printed
+    assert ("4 run(s): relu/map-elites/seed0 not finished, relu/map-elites/seed1 not finished, "
+            "relu/greedy/seed1 not finished, relu/random/seed1 not finished") in printed
     reported = {r["method"]: r for r in csv.DictReader((out / "results.csv").open())}
     assert sorted(reported) == ["greedy", "random"] and reported["greedy"]["n_candidates"] == "4"
-    assert "## QD-score per task" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "## QD-score per task" in report and "- relu/greedy/seed1 not finished" in report
+    assert "No task has finished runs for every method and seed yet" in report   # seed 1 ran nowhere
     assert not (out / "runs" / "relu" / "greedy" / "seed1").exists()
+    # runs of a larger budget are not read back as a smaller one: budgets must be equal
+    assert bench_main([str(suite), "--methods", "greedy", "--budget", "2", "--report-only", "--out", str(out)]) == 2
+    assert "made with budget 4 and has evaluated 4 candidates, more than --budget 2" in capsys.readouterr().err
+    # a task whose seed kernel fails the verifier fails its runs; the others still run and are reported
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    relu_task = (REPO_DIR / "experiments/tasks/relu.yaml").read_text()
+    (broken / "relu_broken.yaml").write_text(relu_task.replace("name: relu", "name: relu_broken").replace(
+        "kernels/relu_naive.py", "wrong.py"))
+    (broken / "wrong.py").write_text((REPO_DIR / "experiments/tasks/kernels/relu_naive.py").read_text().replace(
+        "tl.where(x > 0, x, 0.0)", "x"))
+    suite.write_text(suite.read_text() + f"  - {broken / 'relu_broken.yaml'}\n")
+    assert bench_main([str(suite), "--methods", "greedy", "--seeds", "0", "--workers", "1", "--budget", "4",
+                       "--out", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "relu_broken/greedy/seed0 failed: no seed kernel of task 'relu_broken' passes" in captured.err
+    assert [r["task"] for r in csv.DictReader((out / "results.csv").open())] == ["relu"]
+    report = (out / "report.md").read_text()
+    assert "Over the 1 of 2 tasks that every method and seed finished (relu)." in report
+    assert "- relu_broken/greedy/seed0 failed: no seed kernel" in report
 
 
 def _row(task, method, seed, best, qd=1.0, level=1):
@@ -77,8 +100,38 @@ def test_fast_p_geomean_and_level_scores_on_known_rows():
     g1 = math.exp((math.log(2.5) + math.log(1.2) + math.log(3.0) + math.log(1.1)) / 4)
     assert m["geomean_speedup"][0] == pytest.approx((g0 + g1) / 2)
     assert m["qd_score_sum"][0] == pytest.approx(4.0)
-    # level score: seed 0 = 0.2*0.5 + 0.3*1 + 0.5*0; seed 1 = 0.2*1 + 0.3*1 + 0.5*1
-    assert m["level_score"][0] == pytest.approx((0.4 + 1.0) / 2)
+    assert m["level1_fast_1"][0] == pytest.approx((1 / 2 + 2 / 2) / 2) and m["level1_pass"][0] == 1.0
+    assert m["level3_pass"] == (pytest.approx(0.5), pytest.approx(0.5))
+    # level score from pass rates: seed 0 = 0.2*1 + 0.3*1 + 0.5*0; seed 1 = 0.2*1 + 0.3*1 + 0.5*1
+    assert m["level_score"][0] == pytest.approx((0.5 + 1.0) / 2)
+
+
+def test_level_score_weights_only_the_levels_present():
+    m = method_metrics([_row("a", "m", 0, 2.0, level=1), _row("b", "m", 0, None, level=3)], {})["m"]
+    assert m["level_score"][0] == pytest.approx(0.2 / 0.7)      # levels 1 and 3: weights 0.2 + 0.5
+    assert "level2_pass" not in m
+
+
+def test_a_zero_speedup_is_correct_but_not_solved():
+    # best objective 0: the model found no config that fits some target (perfmodel/score.py)
+    rows = [_row("a", "m", 0, 0.0), _row("b", "m", 0, 4.0)]
+    m = method_metrics(rows, {"a": 1, "b": 1})["m"]
+    assert m["fast_0"][0] == 0.5 and m["geomean_speedup"][0] == pytest.approx(4.0)
+    assert _per_task_table(rows, ["m"], {"a": 1, "b": 1})["speedup"][2] == "| a | 1 | - | 0.000 |"
+
+
+def test_report_on_partial_rows_compares_methods_on_common_tasks(tmp_path, monkeypatch):
+    # the bench stopped inside the level-2 task: map-elites finished it, greedy did not
+    monkeypatch.setattr(bench_report, "_plot_curves", lambda out, rows: [])
+    rows = [_row("a", "m", 0, 2.0, qd=5.0), _row("a", "g", 0, 1.5, qd=3.0), _row("c", "m", 0, 9.0, qd=50.0, level=2)]
+    table = bench_report.write_report(tmp_path, rows, suite="s", budget=10, methods=["m", "g"], seeds=[0],
+                                      levels={"a": 1, "c": 2, "d": 3}, left_out=["c/g/seed0 not finished"])
+    report = (tmp_path / "report.md").read_text()
+    assert "Over the 1 of 3 tasks that every method and seed finished (a)." in report
+    lines = {line.split(" | ")[0]: line for line in table.splitlines()}
+    assert "| m | 1.000 | 1.000 | 1.000 | 0.000 | 2.000 | 5.000 |" in lines["| m"]    # task c is not counted
+    assert "level2" not in table and "- c/g/seed0 not finished" in report
+    assert "| c | 2 | - | 9.000 | - |" in report                                # the per-task table shows it
 
 
 def test_per_task_tables_on_known_rows():
@@ -110,8 +163,10 @@ def test_sol_table_averages_per_method_and_hardware():
 @pytest.mark.parametrize("text, message", [
     ("name: x\n", "'tasks'"),
     ("tasks: [nope.yaml]\n", "tasks[0]"),
-    ("tasks: [../x.yaml]\nbudget: -1\n", "tasks[0]"),
-    ("tasks: []\nbogus: 1\n", "'tasks'"),
+    (f"tasks: [{REPO_DIR / 'experiments/tasks/relu.yaml'}]\nbudget: -1\n", "'budget'"),
+    (f"tasks: [{REPO_DIR / 'experiments/tasks/relu.yaml'}]\nbogus: 1\n", "bogus"),
+    (f"tasks: [{REPO_DIR / 'experiments/tasks/relu.yaml'}, {REPO_DIR / 'experiments/tasks/relu.yaml'}]\n",
+     "tasks named ['relu'] appear more than once"),
 ])
 def test_bad_suites_name_the_field(tmp_path, capsys, text, message):
     suite = tmp_path / "s.yaml"
@@ -126,6 +181,12 @@ def test_bad_method_and_seeds(tmp_path, capsys):
     assert "hillclimb" in capsys.readouterr().err
     assert bench_main([smoke, "--seeds", "0,x", "--out", str(tmp_path)]) == 2
     assert "--seeds" in capsys.readouterr().err
+    for args, message in ((["--seeds", ","], "--seeds names no seed"),
+                          (["--seeds", "1,0,1"], "--seeds names [1] more than once"),
+                          (["--methods", "greedy,random,greedy"], "--methods names ['greedy'] more than once"),
+                          (["--budget", "0"], "--budget must be at least 1")):
+        assert bench_main([smoke, *args, "--out", str(tmp_path)]) == 2
+        assert message in capsys.readouterr().err
     assert bench_main([smoke, "--report-only", "--out", str(tmp_path / "none")]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert bench_main([smoke, "--report-only", "--out", str(tmp_path)]) == 2
