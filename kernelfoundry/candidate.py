@@ -52,7 +52,7 @@ def parse_param_space(source: str) -> dict[str, list[Any]]:
         raise ParamSpaceError("module defines no top-level PARAMS = {name: [values, ...]}")
     try:
         value = ast.literal_eval(node)
-    except ValueError:
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):   # e.g. {[1]: [2]}: unhashable
         raise ParamSpaceError("PARAMS must be a literal dict of name -> list of int/float/str/bool values") from None
     return validate_param_space(value)
 
@@ -72,12 +72,16 @@ def validate_param_space(value: Any) -> dict[str, list[Any]]:
                 raise ParamSpaceError(f"PARAMS[{name!r}] holds {v!r}; only int/float/str/bool values")
         if len(set(values)) != len(values):
             raise ParamSpaceError(f"PARAMS[{name!r}] has duplicate values {list(values)}")
-        if name in ("num_warps",) and not all(isinstance(v, int) and v > 0 and v & (v - 1) == 0 for v in values):
+        if name in ("num_warps",) and not all(_is_int(v) and v > 0 and v & (v - 1) == 0 for v in values):
             raise ParamSpaceError(f"PARAMS['num_warps'] must be powers of two; got {list(values)}")
-        if name in ("num_stages",) and not all(isinstance(v, int) and 1 <= v <= 8 for v in values):
+        if name in ("num_stages",) and not all(_is_int(v) and 1 <= v <= 8 for v in values):
             raise ParamSpaceError(f"PARAMS['num_stages'] must be ints in 1..8; got {list(values)}")
         out[name] = list(values)
     return out
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def space_size(space: dict[str, list[Any]]) -> int:

@@ -1,70 +1,123 @@
 """``python -m kernelfoundry.export RUN_DIR``: elite kernels as standalone, tuned ``.py`` files.
 
-Each file is the candidate's own source plus a header (task, cell, objective,
-predicted latency per hardware) and a ``launch(*inputs, hardware=..., **overrides)``
-wrapper whose defaults are the parameters the performance model tuned per
-hardware.  ``manifest.json`` lists them all.
+Each file is the candidate's own source, still a valid candidate (``verify`` passes
+it; it can seed a new task), with a comment header (task, cell, objective, predicted
+latency and tuned parameters per hardware) and defaults set to the parameters the
+performance model tuned for the run's first hardware (``export_source.py``).
+``manifest.json`` lists them all.  A new export replaces the previous one in the
+same directory and refuses a directory that holds other files unless ``--force``.
 """
 
 from __future__ import annotations
 
 import argparse
-import pprint
+import json
+import math
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
+from .candidate import parse_param_space
 from .errors import UserError
+from .export_source import tuned_source
 from .search.history import open_run
 from .search.stats import write_json_atomic
+from .verify import format_latency
 
-WRAPPER = '''
-
-# ---- tuned template parameters, added by kernelfoundry.export ----
-TUNED_PARAMS = {tuned}
-DEFAULT_HARDWARE = {default_hw!r}
-launch_with_params = launch
+MANIFEST = "manifest.json"
 
 
-def launch(*inputs, hardware=DEFAULT_HARDWARE, **overrides):
-    """Run the kernel with the parameters tuned for *hardware*; keywords override them."""
-    if hardware not in TUNED_PARAMS:
-        raise ValueError(f"no tuned parameters for {{hardware!r}}; known: {{sorted(TUNED_PARAMS)}}")
-    params = dict(TUNED_PARAMS[hardware])
-    params.update(overrides)
-    return launch_with_params(*inputs, **params)
-'''
+def _finite(value: Any) -> Any:
+    """*value* with non-finite floats as None (strict JSON has no Infinity)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
 
 
-def _ms(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    return f"{seconds * 1e3:.4g} ms" if seconds >= 1e-4 else f"{seconds * 1e6:.4g} us"
+def tuned_hardware(hardware: dict[str, dict], order: list[str]) -> list[str]:
+    """Hardware with a valid tuned config (finite latency, parameters), in the run's order."""
+    names = [h for h in order if h in hardware] + [h for h in hardware if h not in order]
+    return [h for h in names if hardware[h].get("best_params")
+            and math.isfinite(float(hardware[h].get("latency_s") or math.inf))]
 
 
-def render_export(*, task_name: str, level: int, cid: int, row, cell_desc: str, hardware: dict) -> str:
-    """The text of one exported kernel file."""
-    lines = [f"KernelFoundry elite kernel for task '{task_name}' (level {level}).", "",
+def _call(params: dict[str, Any], names: list[str]) -> str:
+    """``launch(*inputs, A=..., B=...)`` with the parameters in *names* order (PARAMS order) first."""
+    ordered = [n for n in names if n in params] + [n for n in params if n not in names]
+    return "launch(*inputs" + "".join(f", {k}={params[k]!r}" for k in ordered) + ")"
+
+
+def render_export(*, task_name: str, level: int, cid: int, row, cell_desc: str, hardware: dict,
+                  order: list[str]) -> str:
+    """The text of one exported kernel file (raises UserError when no hardware has a valid config)."""
+    valid = tuned_hardware(hardware, order)
+    if not valid:
+        raise UserError(f"candidate {cid} has no valid config on any hardware; nothing to tune it for.")
+    default_hw = valid[0]
+    source, missing = tuned_source(row.source, dict(hardware[default_hw]["best_params"]))
+    lines = [f"Elite kernel for task '{task_name}' (level {level}), exported from a KernelFoundry run.", "",
              f"candidate: {cid} (mutator {row.mutator}, parents {row.parent_ids})",
              f"cell: {cell_desc}",
              f"objective: {row.objective:.4g}x speedup over the eager PyTorch estimate "
              f"(geometric mean over target shapes and hardware)",
              "predicted latency per hardware, at its tuned parameters:"]
-    for name, score in hardware.items():
-        lines.append(f"  {name}: {_ms(score.get('latency_s'))}, {100 * score.get('sol_fraction', 0):.1f}% of "
-                     f"speed-of-light, baseline {_ms(score.get('baseline_s'))}, params {score.get('best_params')}")
-    default_hw = next(iter(hardware))
-    lines += ["", "Usage (TRITON_INTERPRET=1 runs it on CPU tensors):",
-              f"  out = launch(*inputs)                      # parameters tuned for {default_hw}",
-              "  out = launch(*inputs, hardware='NAME')     # tuned for another listed hardware",
-              "  out = launch(*inputs, BLOCK=...)           # override any parameter"]
-    header = '"""' + "\n".join(lines).replace('"""', "'''") + '\n"""\n'
-    tuned = {name: dict(score.get("best_params") or {}) for name, score in hardware.items()}
-    wrapper = WRAPPER.format(tuned=pprint.pformat(tuned, sort_dicts=False, width=100), default_hw=default_hw)
-    return header + row.source.rstrip() + "\n" + wrapper
+    names = [h for h in order if h in hardware] + [h for h in hardware if h not in order]
+    for name in names:
+        score = hardware[name]
+        sol = score.get("sol_fraction")
+        if name in valid:
+            lines.append(f"  {name}: {format_latency(score.get('latency_s'))}, "
+                         f"{'-' if sol is None else f'{100 * sol:.1f}%'} of speed-of-light, "
+                         f"baseline {format_latency(score.get('baseline_s'))}")
+        else:
+            lines.append(f"  {name}: no valid config (the model found none that fits this hardware)")
+    lines += ["", f"Defaults: the parameters tuned for {default_hw} (first in each PARAMS list and, where "
+                  "possible, in launch's signature).",
+              "Usage (TRITON_INTERPRET=1 runs it on CPU tensors):"]
+    param_names = list(parse_param_space(row.source))
+    lines += [f"  {name + ':':<14}out = {_call(hardware[name]['best_params'], param_names)}" for name in valid]
+    if missing:
+        lines.append(f"launch takes {', '.join(missing)} without a default: pass them as above.")
+    header = "".join(f"# {line}".rstrip() + "\n" for line in lines)
+    return header + "\n" + source.rstrip() + "\n"
 
 
-def export_run(run_dir: str | Path, *, out: Path | None = None, top: int | None = None) -> tuple[Path, list[dict]]:
+def _clear_previous(out: Path, force: bool) -> None:
+    """Remove the files of a previous export in *out*; refuse other files unless *force*."""
+    if not out.is_dir():
+        return
+    previous = {MANIFEST}
+    try:
+        previous |= {str(k["file"]) for k in json.loads((out / MANIFEST).read_text())["kernels"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    present = {p.name for p in out.iterdir()}
+    others = sorted(present - previous)
+    if others and not force:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        raise UserError(f"export directory {out} holds files that no earlier export wrote ({shown}); "
+                        "choose an empty --out, or pass --force to write beside them.")
+    for name in previous & present:
+        try:
+            (out / name).unlink()
+        except OSError as exc:
+            raise UserError(f"cannot remove the previous export's {out / name}: {exc.strerror or exc}.") from None
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}.") from None
+
+
+def export_run(run_dir: str | Path, *, out: Path | None = None, top: int | None = None,
+               force: bool = False) -> tuple[Path, list[dict]]:
     run = open_run(run_dir)
     try:
         out = Path(out) if out else run.run_dir / "export"
@@ -72,27 +125,35 @@ def export_run(run_dir: str | Path, *, out: Path | None = None, top: int | None 
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise UserError(f"cannot create export directory {out}: {exc.strerror or exc}.") from None
+        _clear_previous(out, force)
+        order = list(run.config.get("hardware") or run.task.hardware)
         elites = sorted(run.archive.elites(), key=lambda e: -e.objective)
-        if top is not None:
-            elites = elites[:top]
-        manifest = []
-        for rank, elite in enumerate(elites, 1):
+        manifest, skipped = [], []
+        for elite in elites:
+            if top is not None and len(manifest) == top:
+                break
             row = run.store.get_candidate(elite.candidate_id)
-            if not row.hardware:
+            if not row.hardware or not tuned_hardware(row.hardware, order):
+                skipped.append(elite.candidate_id)
                 continue
+            rank = len(manifest) + 1
             cell_desc = run.archive.spec.describe_cell(elite.cell)
             name = f"{run.task.name}_{rank:02d}_c{elite.candidate_id}.py"
             text = render_export(task_name=run.task.name, level=run.task.level, cid=elite.candidate_id, row=row,
-                                 cell_desc=cell_desc, hardware=row.hardware)
-            (out / name).write_text(text)
+                                 cell_desc=cell_desc, hardware=row.hardware, order=order)
+            _write(out / name, text)
             manifest.append({"file": name, "rank": rank, "candidate_id": elite.candidate_id,
                              "objective": elite.objective, "cell": list(elite.cell), "cell_description": cell_desc,
                              "descriptors": row.descriptors, "mutator": row.mutator, "parent_ids": row.parent_ids,
+                             "default_hardware": tuned_hardware(row.hardware, order)[0],
                              "hardware": {k: {f: v.get(f) for f in ("latency_s", "sol_fraction", "baseline_s",
                                                                      "best_params")}
                                           for k, v in row.hardware.items()}})
-        write_json_atomic(out / "manifest.json", {"task": run.task.name, "run_dir": str(run.run_dir),
-                                                  "kernels": manifest})
+        try:
+            write_json_atomic(out / MANIFEST, _finite({"task": run.task.name, "run_dir": str(run.run_dir),
+                                                       "kernels": manifest, "skipped_no_valid_config": skipped}))
+        except OSError as exc:
+            raise UserError(f"cannot write {out / MANIFEST}: {exc.strerror or exc}.") from None
         return out, manifest
     finally:
         run.close()
@@ -115,20 +176,24 @@ def export_llm_log(run_dir: str | Path, path: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m kernelfoundry.export",
-        description="Write each elite kernel of RUN_DIR as a standalone .py (its kernels, its launch, and "
-                    "the template parameters tuned per hardware as defaults) plus manifest.json.")
+        description="Write each elite kernel of RUN_DIR as a standalone .py (its kernels and its launch, "
+                    "defaulting to the template parameters tuned for the run's first hardware; the others' in "
+                    "its header) plus manifest.json. The files pass `python -m kernelfoundry.verify` and can "
+                    "seed new tasks. A new export replaces the previous one in the same directory.")
     parser.add_argument("run_dir", type=Path, help="a run directory made by kernelfoundry.evolve")
     parser.add_argument("--out", type=Path, help="output directory (default: RUN_DIR/export)")
     parser.add_argument("--top", type=int, help="export only the K best elites")
     parser.add_argument("--llm-log", type=Path, metavar="FILE",
                         help="also write the run's LLM requests and answers as a replay JSONL: "
                              "'evolve --model replay/FILE --seed S' with the run's seed reproduces its candidates")
+    parser.add_argument("--force", action="store_true",
+                        help="write into an --out that holds files no earlier export wrote (they are kept)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     args = parser.parse_args(argv)
     try:
         if args.top is not None and args.top < 1:
             raise UserError(f"--top must be at least 1; got {args.top}.")
-        out, manifest = export_run(args.run_dir, out=args.out, top=args.top)
+        out, manifest = export_run(args.run_dir, out=args.out, top=args.top, force=args.force)
         if args.llm_log is not None:
             n_lines = export_llm_log(args.run_dir, args.llm_log)
             print(f"{args.llm_log}  {n_lines} recorded LLM answers (use --model replay/{args.llm_log})")

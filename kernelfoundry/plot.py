@@ -63,7 +63,7 @@ def plot_progress(run: RunView, path: Path) -> None:
     for ax, values, title in ((axes[0], curves.best, "best objective (speedup)"),
                               (axes[1], [c * 100 for c in curves.coverage], "coverage (% of cells)"),
                               (axes[2], curves.qd_score, "QD-score")):
-        ax.plot(curves.n, values, drawstyle="steps-post")
+        ax.plot(curves.n, values, drawstyle="steps-post", marker="o" if len(curves.n) == 1 else None)
         ax.set_xlabel("candidates evaluated")
         ax.set_title(title)
         ax.grid(alpha=0.3)
@@ -77,15 +77,19 @@ def make_plots(run_dir: str | Path) -> list[Path]:
     run = open_run(run_dir)
     try:
         out = run.run_dir / "plots"
-        out.mkdir(exist_ok=True)
         paths = [out / "heatmap.png", out / "progress.png"]
-        plot_heatmap(run, paths[0])
-        plot_progress(run, paths[1])
-        prompts = run.store.load_prompts()
-        if prompts:
-            from .mutate.prompt_plot import plot_prompt_lineage
-            paths.append(out / "prompts.png")
-            plot_prompt_lineage(prompts, paths[-1])
+        try:
+            out.mkdir(exist_ok=True)
+            plot_heatmap(run, paths[0])
+            plot_progress(run, paths[1])
+            prompts = run.store.load_prompts()
+            if prompts:
+                from .mutate.prompt_plot import plot_prompt_lineage
+                paths.append(out / "prompts.png")
+                plot_prompt_lineage(prompts, paths[-1])
+        except OSError as exc:
+            raise UserError(f"cannot write the plots to {out}: {exc.strerror or exc}"
+                            f"{f' ({exc.filename})' if exc.filename else ''}.") from None
         return paths
     finally:
         run.close()

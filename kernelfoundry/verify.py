@@ -60,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _ms(seconds: float | None) -> str:
+def format_latency(seconds: float | None) -> str:
+    """``0.123 ms`` / ``45.6 us``; ``-`` for none or infinite (no valid config)."""
     if seconds is None or not math.isfinite(seconds):
         return "-"
     return f"{seconds * 1e3:.4g} ms" if seconds >= 1e-4 else f"{seconds * 1e6:.4g} us"
@@ -72,8 +73,8 @@ def format_text(result: VerifyResult, *, task_name: str, kernel: str) -> str:
     for gate in result.gates:
         verdict = "pass" if gate.passed else "FAIL"
         lines.append(f"  {gate.name:<12} {verdict}  {gate.seconds:6.2f} s")
-        if not gate.passed and gate.reason:
-            lines.append(f"      {gate.reason}")
+        if gate.reason:                 # a passed gate may note something (the model: its feedback per hardware)
+            lines += [f"      {line}" for line in gate.reason.splitlines()]
     if result.descriptors:
         from .evaluate.descriptors import BIN_LABELS, DESCRIPTOR_BINS, DESCRIPTOR_NAMES, DESCRIPTOR_RANGES
         parts = []
@@ -87,8 +88,12 @@ def format_text(result: VerifyResult, *, task_name: str, kernel: str) -> str:
     if result.objective is not None:
         lines.append(f"objective: {result.objective:.4g} (speedup over the eager PyTorch estimate)")
     for name, score in result.hardware.items():
+        if score.latency_s is None or not math.isfinite(score.latency_s):
+            lines.append(f"  {name:<14} no valid config: the model found none that fits this hardware (see the "
+                         "model gate above)")
+            continue
         params = ", ".join(f"{k}={v}" for k, v in score.best_params.items())
-        lines.append(f"  {name:<14} latency {_ms(score.latency_s):>10}   speed-of-light "
+        lines.append(f"  {name:<14} latency {format_latency(score.latency_s):>10}   speed-of-light "
                      f"{100 * score.sol_fraction:5.1f}%   best {params}")
     status = "PASSED" if result.passed else f"FAILED at gate '{result.gate}'"
     lines.append(f"{status} in {result.seconds:.2f} s")

@@ -64,3 +64,14 @@ def test_missing_and_malformed_files(tmp_path):
     bad.write_text("- just\n- a list\n")
     with pytest.raises(TaskError, match="must be a YAML mapping"):
         load_task(bad)
+
+
+@pytest.mark.parametrize("params, message", [
+    ("{[1]: [2]}", "PARAMS must be a literal dict"),                     # unhashable key: not a crash
+    ("{'BLOCK': [64], 'num_warps': [True]}", "num_warps"),                 # bool is not a warp count
+    ("{'BLOCK': [64], 'num_stages': [False]}", "num_stages"),
+])
+def test_malformed_params_are_param_space_errors(params, message):
+    from kernelfoundry.candidate import ParamSpaceError, parse_param_space
+    with pytest.raises(ParamSpaceError, match=message):
+        parse_param_space(f"PARAMS = {params}\n")
