@@ -43,6 +43,7 @@ class EvolveConfig:
     archives_root: Path = DEFAULT_ARCHIVES
     quiet: bool = False
     verdict_cache: Path | None = None     # shared by bench runs; see evaluate/verdict_cache.py
+    explicit: frozenset[str] = frozenset()  # options given on the command line (a resume checks them)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,7 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="random seed of selection and mutation")
     p.add_argument("--out", type=Path, help="run directory to create (default: archives/<task>/<UTC time>)")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR",
-                   help="continue a run to --budget without re-evaluating stored candidates")
+                   help="continue a run to --budget without re-evaluating stored candidates; the run keeps "
+                        "its seed, hardware, models, strategy, prompt and tuning settings (giving other values "
+                        "is an error)")
     p.add_argument("--hardware", help="comma-separated hardware names (default: the task's list); "
                                       "see `python -m kernelfoundry.hardware`")
     p.add_argument("--model", action="append", default=[], dest="models", metavar="NAME",
@@ -91,18 +94,32 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
         raise UserError(f"--budget must be at least 1; got {args.budget}.")
     if args.workers < 0:
         raise UserError(f"--workers must be 0 (auto) or positive; got {args.workers}.")
+    if args.max_kernel_configs < 1:
+        raise UserError(f"--max-kernel-configs must be at least 1; got {args.max_kernel_configs}.")
     if args.max_cost is not None and args.max_cost < 0:
         raise UserError(f"--max-cost must be non-negative; got {args.max_cost}.")
     hardware = [h.strip() for h in args.hardware.split(",") if h.strip()] if args.hardware else None
-    return EvolveConfig(task=args.task, budget=args.budget, workers=args.workers, seed=args.seed, out=args.out,
+    if args.resume is not None and args.out is not None and Path(args.out).resolve() != Path(args.resume).resolve():
+        raise UserError(f"--out {args.out} with --resume {args.resume}: a resumed run stays in its own "
+                        "directory; drop --out.")
+    return EvolveConfig(explicit=frozenset(getattr(args, "explicit", ())), task=args.task, budget=args.budget, workers=args.workers, seed=args.seed, out=args.out,
                         resume=args.resume, hardware=hardware, models=list(args.models),
                         ray_address=args.ray_address, strategy=args.strategy,
                         prompt_evolution=args.prompt_evolution, tuning=args.tuning, max_cost=args.max_cost,
                         max_kernel_configs=args.max_kernel_configs, prompt_dir=args.prompt_dir, quiet=args.quiet)
 
 
+def explicit_options(argv: list[str] | None) -> set[str]:
+    """The destinations of the options given in *argv* (not left at their defaults)."""
+    parser = build_parser()
+    for action in parser._actions:
+        action.default = argparse.SUPPRESS
+    return set(vars(parser.parse_args(argv)))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.explicit = explicit_options(argv)
     try:
         from .search.session import run_evolution
         cfg = config_from_args(args)
@@ -112,9 +129,9 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("\ninterrupted: every finished candidate is stored; continue with --resume RUN_DIR.",
-              file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(f"\ninterrupted: every finished candidate is stored; continue with --resume "
+              f"{getattr(exc, 'run_dir', None) or 'RUN_DIR'}.", file=sys.stderr)
         return 130
     print_summary(summary, run_dir)
     return 0
@@ -150,7 +167,7 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
 
 def config_to_meta(cfg: EvolveConfig) -> dict[str, Any]:
     d = asdict(cfg)
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in d.items()}
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in d.items() if k != "explicit"}
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ def test_bad_task_field_is_named_and_nothing_is_started(tmp_path, capsys):
     (["--budget", "0"], "--budget"),
     (["--workers", "-1"], "--workers"),
     (["--max-cost", "-2"], "--max-cost"),
+    (["--max-kernel-configs", "0"], "--max-kernel-configs"),
+    (["--resume", "elsewhere"], "a resumed run stays in its own directory"),
 ])
 def test_bad_options_exit_2_with_the_reason(tmp_path, capsys, argv, message):
     assert main([str(RELU), "--out", str(tmp_path / "run"), *argv]) == 2
@@ -44,6 +46,20 @@ def test_missing_task_and_resume_of_a_non_run(tmp_path, capsys):
     assert str(tmp_path) in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("content, message", [
+    (b"garbage, not a database", "is damaged or is not a run store"),
+    (b"", "holds no task: the run was stopped while it was being created"),
+])
+def test_damaged_or_empty_run_store_is_named(tmp_path, capsys, content, message):
+    from kernelfoundry import export, plot
+    (tmp_path / "run.sqlite").write_bytes(content)
+    for command in (lambda: main(["--resume", str(tmp_path), "--quiet"]), lambda: plot.main([str(tmp_path)]),
+                    lambda: export.main([str(tmp_path)])):
+        assert command() == 2
+        err = capsys.readouterr().err
+        assert message in err and str(tmp_path / "run.sqlite") in err
+
+
 def _rows(db: Path) -> list[tuple]:
     conn = sqlite3.connect(db)
     try:
@@ -52,7 +68,7 @@ def _rows(db: Path) -> list[tuple]:
         conn.close()
 
 
-def test_sigkill_loses_only_in_flight_and_resume_finishes(tmp_path, ray_local):
+def test_sigkill_loses_only_in_flight_and_resume_finishes(tmp_path, ray_local, capsys):
     run_dir = tmp_path / "run"
     env = dict(os.environ, PYTHONPATH=str(REPO_DIR))
     cmd = [sys.executable, "-m", "kernelfoundry.evolve", str(RELU), "--budget", "40", "--workers", "1",
@@ -77,6 +93,62 @@ def test_sigkill_loses_only_in_flight_and_resume_finishes(tmp_path, ray_local):
     assert [r[0] for r in before] == list(range(len(before)))
 
     budget = len(before) + 2
-    assert main(["--resume", str(run_dir), "--budget", str(budget), "--quiet"]) == 0
+    # a resume keeps the run's settings: other values are refused (the same ones are fine)
+    assert main(["--resume", str(run_dir), "--budget", str(budget), "--strategy", "greedy", "--seed", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--strategy 'greedy' (the run has 'map-elites')" in err and "--seed" not in err.split("otherwise:")[1]
+    assert main(["--resume", str(run_dir), "--budget", str(budget), "--seed", "0", "--quiet"]) == 0
     after = _rows(db)
     assert len(after) == budget and after[:len(before)] == before
+
+
+def test_ctrl_c_exits_130_naming_the_run_and_a_run_killed_before_its_seeds_resumes(tmp_path, ray_local):
+    run_dir = tmp_path / "run"
+    env = dict(os.environ, PYTHONPATH=str(REPO_DIR))
+    cmd = [sys.executable, "-m", "kernelfoundry.evolve", str(RELU), "--budget", "40", "--workers", "1",
+           "--out", str(run_dir), "--quiet"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    db = run_dir / "run.sqlite"
+    deadline = time.time() + 240
+    try:
+        while time.time() < deadline and proc.poll() is None:
+            if db.exists() and len(_rows(db)) >= 2:
+                break
+            time.sleep(0.3)
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+        os.kill(proc.pid, signal.SIGINT)          # Ctrl-C
+        rc = proc.wait(timeout=60)
+        err = proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert rc == 130, err[-3000:]
+    assert f"continue with --resume {run_dir}" in err and "Traceback" not in err
+    import json
+    assert json.loads((run_dir / "summary.json").read_text())["finished"] is False
+    # as if killed before its seed was stored: the resume evaluates the seed (kept in the run) and goes on
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("DELETE FROM candidates")
+    conn.close()
+    assert main(["--resume", str(run_dir), "--budget", "3", "--quiet"]) == 0
+    after = _rows(db)
+    assert len(after) == 3 and after[0][1] == RELU.parent.joinpath("kernels/relu_naive.py").read_text()
+
+
+def test_a_run_in_use_is_not_resumed_twice(tmp_path, capsys):
+    import fcntl
+    from kernelfoundry.store import RunStore
+    RunStore(tmp_path / "run.sqlite").close()
+    holder = os.open(tmp_path / ".lock", os.O_RDWR | os.O_CREAT)
+    os.write(holder, b"4242")
+    fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)         # another session holds the run
+    try:
+        assert main(["--resume", str(tmp_path), "--quiet"]) == 2
+        assert "is in use by another evolve session (pid 4242)" in capsys.readouterr().err
+    finally:
+        os.close(holder)
+    # once it is free, the same command gets past the lock (to the next problem: this store has no task)
+    assert main(["--resume", str(tmp_path), "--quiet"]) == 2
+    assert "holds no task" in capsys.readouterr().err

@@ -9,7 +9,7 @@ from typing import Any
 from ..store import RunStore
 from ..task import Task, task_from_dict
 from .archive import ArchiveSpec, KernelArchive
-from .rundir import STORE_NAME, existing_run_dir
+from .rundir import existing_run_dir, open_run_store
 
 
 def spec_to_meta(spec: ArchiveSpec) -> dict[str, Any]:
@@ -38,7 +38,7 @@ class RunView:
 def open_run(run_dir: str | Path) -> RunView:
     """Open RUN_DIR and rebuild its archive from the stored candidates (in id order)."""
     run_dir = existing_run_dir(Path(run_dir))
-    store = RunStore(run_dir / STORE_NAME, create=False)
+    store = open_run_store(run_dir)
     task = task_from_dict(store.get_meta("task"), check_files=False)
     archive = KernelArchive(spec_from_meta(store.get_meta("archive_spec")))
     for row in store.iter_candidates(passed_only=True):

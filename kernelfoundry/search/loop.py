@@ -83,13 +83,21 @@ class SearchDriver:
 
     # -- main entry -------------------------------------------------------
     def run(self, seeds: list[tuple[str, str]]) -> dict[str, Any]:
-        """Evaluate *seeds* (name, source) if the store has none, then search to the budget."""
-        if not self.state.seed_ids:
-            self._evaluate_seeds(seeds)
+        """Evaluate *seeds* (name, source) not stored yet, then search to the budget.
+
+        The summary says ``finished`` only after a normal end: an interrupted or failed
+        session leaves ``finished: false`` (its candidates are stored; ``--resume`` goes on).
+        """
+        seen = self.store.sources_seen()
+        pending = [(name, src) for name, src in seeds if src not in seen]
         try:
+            if pending or not self.state.seed_ids:
+                self._evaluate_seeds(pending)
             self._steady_state()
+        except BaseException:
+            self.write_summary(final=False)
+            raise
         finally:
-            self.write_summary(final=True)
             self.progress.close()
         return self.write_summary(final=True)
 
@@ -116,9 +124,13 @@ class SearchDriver:
         if failures:
             self.log("seed kernel(s) failed the verifier:\n  " + "\n  ".join(failures))
         if not self.state.seed_ids:
+            if not seeds:                          # a resumed run: its seeds were stored and failed before
+                failures = [f"{r.description or 'seed'}: gate '{r.gate}': {r.reason}"
+                            for r in self.store.iter_candidates() if r.kind == "seed" and not r.passed]
             raise UserError("no seed kernel of task '" + self.task.name + "' passes the verifier, so the "
                             "search has nothing to start from. " + " ".join(failures)
-                            + f" Check each seed with `python -m kernelfoundry.verify {self.task.path} SEED.py`.")
+                            + f" Check each seed with `python -m kernelfoundry.verify "
+                            f"{self.task.path or 'TASK.yaml'} SEED.py`.")
 
     def _steady_state(self) -> None:
         budget = self.settings.budget

@@ -48,3 +48,46 @@ def existing_run_dir(path: Path) -> Path:
     if not os.access(path, os.W_OK):
         raise UserError(f"run directory {path} is not writable.")
     return path
+
+
+def open_run_store(run_dir: Path) -> "RunStore":
+    """The store of an existing run, or a UserError naming the file when it is damaged or empty."""
+    import sqlite3
+
+    from ..store import RunStore
+    path = run_dir / STORE_NAME
+    try:
+        store = RunStore(path, create=False)
+        task = store.get_meta("task")
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"{path} is damaged or is not a run store (SQLite: {exc}); its candidates cannot be "
+                        "read. Start a new run, or restore the file from a copy.") from None
+    if task is None:
+        store.close()
+        raise UserError(f"{path} holds no task: the run was stopped while it was being created. "
+                        "Start a new run (and remove this directory).")
+    return store
+
+
+LOCK_NAME = ".lock"
+
+
+def lock_run_dir(run_dir: Path) -> int:
+    """Hold RUN_DIR for this process (an exclusive ``flock``); returns the fd to close when done.
+
+    Two sessions on one run would evaluate the same jobs twice and overrun its budget.
+    The lock ends with the process, however it ends, so a killed run can be resumed at once.
+    """
+    import fcntl
+    path = run_dir / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 64).decode("ascii", "replace").strip() or "another process"
+        os.close(fd)
+        raise UserError(f"run directory {run_dir} is in use by another evolve session (pid {holder}); "
+                        "wait for it to end or stop it first.") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    return fd

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from pathlib import Path
@@ -14,90 +15,127 @@ from .archive import ArchiveSpec, KernelArchive
 from .history import spec_from_meta, spec_to_meta
 from .loop import SearchDriver, SearchSettings
 from .progress import ProgressLine
-from .rundir import STORE_NAME, existing_run_dir, new_run_dir
+from .rundir import STORE_NAME, existing_run_dir, lock_run_dir, new_run_dir, open_run_store
 from .workers import KernelWorker, WorkerPool
 
 
 def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, Any], Path]:
     """Run (or resume) a search as configured by an ``EvolveConfig``; returns (summary, run_dir)."""
     from ..evolve import config_to_meta
-    progress = ProgressLine(cfg.budget, quiet=cfg.quiet)
-    if cfg.resume is not None:
-        run_dir = existing_run_dir(cfg.resume)
-        store = RunStore(run_dir / STORE_NAME)
-        stored = store.get_meta("config") or {}
-        task = task_from_dict(store.get_meta("task"), check_files=False)
-        if cfg.task is not None and load_task(cfg.task).name != task.name:
-            raise UserError(f"--resume {run_dir} is a run of task '{task.name}', not of {cfg.task}.")
-        for key in ("seed", "hardware", "models", "strategy", "prompt_evolution", "tuning", "max_kernel_configs",
-                    "prompt_dir"):
-            setattr(cfg, key, stored.get(key, getattr(cfg, key)))
-        done = store.candidate_count()
-        progress.message(f"resuming {run_dir}: {done} candidates stored, budget {cfg.budget}")
-    else:
-        task = load_task(cfg.task)
-        run_dir = None
-    if cfg.prompt_dir:
-        cfg.prompt_dir = Path(cfg.prompt_dir).resolve()     # stored absolute: --resume may run elsewhere
-    hardware = cfg.hardware or list(task.hardware)
-    _check_hardware(hardware)
-    mutator_spec, prompt_pool, llm_client, model_note = _mutator_setup(cfg, task)
-    if cfg.resume is None:
-        run_dir = new_run_dir(task.name, out=cfg.out, root=cfg.archives_root)
-        store = RunStore(run_dir / STORE_NAME)
-        cfg.hardware = hardware
-        store.set_meta("task", task.to_dict())
-        store.set_meta("config", config_to_meta(cfg))
-        store.set_meta("archive_spec", spec_to_meta(ArchiveSpec.default()))
-    if prompt_pool is not None:
-        records = store.load_prompts()
-        if records:
-            prompt_pool = type(prompt_pool).from_records(records, prompt_dir=prompt_pool.prompt_dir, seed=cfg.seed)
-    progress.message(f"task {task.name}: budget {cfg.budget}, hardware {', '.join(hardware)}, "
-                     f"strategy {cfg.strategy}; {model_note}")
-    progress.message(f"run directory: {run_dir}")
-    started_ray = start_ray(workers=cfg.workers, address=cfg.ray_address)
-    pool = None
-    try:
-        n_workers = cfg.workers or max(1, os.cpu_count() or 1)
-        verify_options = {"max_kernel_configs": cfg.max_kernel_configs}
-        if not cfg.tuning:
-            verify_options["tune"] = False
-        init = {"task": task.to_dict(), "hardware": hardware, "mutator": mutator_spec,
-                "verify_options": verify_options}
-        if cfg.verdict_cache is not None:
-            init["verdict_cache"] = str(cfg.verdict_cache)
-        pool = WorkerPool(n_workers, worker_cls, init)
+    with contextlib.ExitStack() as cleanup:          # the store and the run's lock, on every way out
+        progress = ProgressLine(cfg.budget, quiet=cfg.quiet)
+        if cfg.resume is not None:
+            run_dir = existing_run_dir(cfg.resume)
+            cleanup.callback(os.close, lock_run_dir(run_dir))
+            store = open_run_store(run_dir)
+            cleanup.callback(store.close)
+            stored = store.get_meta("config") or {}
+            task = task_from_dict(store.get_meta("task"), check_files=False)
+            if cfg.task is not None and load_task(cfg.task).name != task.name:
+                raise UserError(f"--resume {run_dir} is a run of task '{task.name}', not of {cfg.task}.")
+            _check_resume_options(cfg, stored, run_dir)
+            for key in RESUME_KEEPS:
+                setattr(cfg, key, stored.get(key, getattr(cfg, key)))
+            done = store.candidate_count()
+            progress.message(f"resuming {run_dir}: {done} candidates stored, budget {cfg.budget}")
+            seeds = [(str(name), str(src)) for name, src in store.get_meta("seeds") or []]
+        else:
+            task = load_task(cfg.task)
+            run_dir = None
+            seeds = [(p.name, src) for p, src in _read_seeds(task)]     # before a run directory exists
+        if cfg.prompt_dir:
+            cfg.prompt_dir = Path(cfg.prompt_dir).resolve()     # stored absolute: --resume may run elsewhere
+        hardware = cfg.hardware or list(task.hardware)
+        _check_hardware(hardware)
+        mutator_spec, prompt_pool, llm_client, model_note = _mutator_setup(cfg, task)
+        if cfg.resume is None:
+            run_dir = new_run_dir(task.name, out=cfg.out, root=cfg.archives_root)
+            cleanup.callback(os.close, lock_run_dir(run_dir))
+            store = RunStore(run_dir / STORE_NAME)
+            cleanup.callback(store.close)
+            cfg.hardware = hardware
+            store.set_meta("task", task.to_dict())
+            store.set_meta("config", config_to_meta(cfg))
+            store.set_meta("archive_spec", spec_to_meta(ArchiveSpec.default()))
+            store.set_meta("seeds", [list(s) for s in seeds])     # a resume evaluates those not stored yet
+        if prompt_pool is not None:
+            records = store.load_prompts()
+            if records:
+                prompt_pool = type(prompt_pool).from_records(records, prompt_dir=prompt_pool.prompt_dir, seed=cfg.seed)
+        progress.message(f"task {task.name}: budget {cfg.budget}, hardware {', '.join(hardware)}, "
+                         f"strategy {cfg.strategy}; {model_note}")
+        progress.message(f"run directory: {run_dir}")
+        started_ray = start_ray(workers=cfg.workers, address=cfg.ray_address)
+        pool = None
         try:
-            pool.ready()
-        except Exception as exc:
-            raise UserError(f"Ray could not start {n_workers} workers: {type(exc).__name__}: {exc}. "
-                            f"Check that kernelfoundry is installed where the workers run "
-                            f"(`pip install -e .`) and that Ray has CPUs free.") from None
-        progress.message(f"{n_workers} Ray worker(s) ready")
-        driver = SearchDriver(task=task, settings=SearchSettings(budget=cfg.budget, workers=n_workers,
-                                                                 seed=cfg.seed, hardware=hardware,
-                                                                 strategy=cfg.strategy, max_cost=cfg.max_cost),
-                              store=store, run_dir=run_dir, pool=pool, progress=progress,
-                              prompt_pool=prompt_pool, llm_client=llm_client,
-                              archive=KernelArchive(spec_from_meta(store.get_meta("archive_spec")), seed=cfg.seed))
-        seeds = [(p.name, src) for p, src in _read_seeds(task)] if cfg.resume is None else []
-        summary = driver.run(seeds)
-    finally:
-        if pool is not None:
-            pool.shutdown()
-        if started_ray:
-            import ray
-            ray.shutdown()
-        store.close()
-    return summary, run_dir
+            n_workers = cfg.workers or max(1, os.cpu_count() or 1)
+            verify_options = {"max_kernel_configs": cfg.max_kernel_configs}
+            if not cfg.tuning:
+                verify_options["tune"] = False
+            init = {"task": task.to_dict(), "hardware": hardware, "mutator": mutator_spec,
+                    "verify_options": verify_options}
+            if cfg.verdict_cache is not None:
+                init["verdict_cache"] = str(cfg.verdict_cache)
+            pool = WorkerPool(n_workers, worker_cls, init)
+            try:
+                pool.ready()
+            except Exception as exc:
+                raise UserError(f"Ray could not start {n_workers} workers: {type(exc).__name__}: {exc}. "
+                                f"Check that kernelfoundry is installed where the workers run "
+                                f"(`pip install -e .`) and that Ray has CPUs free.") from None
+            progress.message(f"{n_workers} Ray worker(s) ready")
+            driver = SearchDriver(task=task, settings=SearchSettings(budget=cfg.budget, workers=n_workers,
+                                                                     seed=cfg.seed, hardware=hardware,
+                                                                     strategy=cfg.strategy, max_cost=cfg.max_cost),
+                                  store=store, run_dir=run_dir, pool=pool, progress=progress,
+                                  prompt_pool=prompt_pool, llm_client=llm_client,
+                                  archive=KernelArchive(spec_from_meta(store.get_meta("archive_spec")), seed=cfg.seed))
+            summary = driver.run(seeds)
+        except KeyboardInterrupt as exc:
+            exc.run_dir = run_dir                  # for the "continue with --resume" message
+            raise
+        finally:
+            if pool is not None:
+                pool.shutdown()
+            if started_ray:
+                import ray
+                ray.shutdown()
+        return summary, run_dir
+
+
+#: settings a resumed run keeps from its start, and the flag that sets each
+RESUME_KEEPS = {"seed": "--seed", "hardware": "--hardware", "models": "--model", "strategy": "--strategy",
+                "prompt_evolution": "--no-prompt-evolution", "tuning": "--no-tuning",
+                "max_kernel_configs": "--max-kernel-configs", "prompt_dir": "--prompts"}
+
+
+def _check_resume_options(cfg, stored: dict[str, Any], run_dir: Path) -> None:
+    """Refuse options given for a resume that differ from the run's own settings."""
+    clashes = []
+    for key, flag in RESUME_KEEPS.items():
+        if key not in cfg.explicit or key not in stored:
+            continue
+        given, kept = getattr(cfg, key), stored[key]
+        if key == "prompt_dir" and given is not None:
+            given = str(Path(given).resolve())
+        if given != kept:
+            clashes.append(f"{flag} {given!r} (the run has {kept!r})")
+    if clashes:
+        raise UserError(f"--resume {run_dir} keeps the settings the run started with; given otherwise: "
+                        + "; ".join(clashes) + ". Drop these options, or start a new run.")
 
 
 def _read_seeds(task: Task) -> list[tuple[Path, str]]:
-    try:
-        return task.seed_sources()
-    except OSError as exc:
-        raise UserError(f"cannot read seed kernel {exc.filename}: {exc.strerror}.") from None
+    out = []
+    for i, path in enumerate(task.seeds):
+        try:
+            out.append((path, path.read_text(encoding="utf-8")))
+        except OSError as exc:
+            raise UserError(f"cannot read seed kernel seeds[{i}] = {path}: {exc.strerror}.") from None
+        except UnicodeDecodeError as exc:
+            raise UserError(f"seed kernel seeds[{i}] = {path} is not UTF-8 text ({exc.reason} at byte "
+                            f"{exc.start}).") from None
+    return out
 
 
 def _check_hardware(names: list[str]) -> None:

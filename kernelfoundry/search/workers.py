@@ -161,8 +161,14 @@ class WorkerPool:
         return out
 
     def shutdown(self) -> None:
-        for ref in list(self.futures):
-            ray.cancel(ref, force=True)
+        """Kill the workers (and with them their jobs in flight); never raises.
+
+        It runs while an exception (Ctrl-C, an error) is propagating: it must not mask it.
+        Ray refuses ``cancel(force=True)`` for actor tasks; killing the actor ends them.
+        """
         for actor in self.actors:
-            ray.kill(actor)
+            try:
+                ray.kill(actor)
+            except Exception:  # noqa: BLE001 - an actor already gone is fine
+                pass
         self.futures.clear()

@@ -126,3 +126,48 @@ def test_mutator_out_of_edits_stops_early_with_the_reason(tmp_path, ray_local, m
     assert "run out of new edits" in summary["stop_reason"] and summary["finished"] is True
     assert json.loads((tmp_path / "summary.json").read_text())["stop_reason"] == summary["stop_reason"]
     store.close()
+
+
+def test_an_interrupted_session_is_not_finished_and_a_resume_evaluates_seeds_not_stored(tmp_path, ray_local,
+                                                                                         monkeypatch):
+    driver, store, pool = make_driver(tmp_path, budget=10)
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(driver, "_steady_state", interrupted)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            driver.run([("seed.py", "SEED")])
+    finally:
+        pool.shutdown()
+    on_disk = json.loads((tmp_path / "summary.json").read_text())
+    assert on_disk["finished"] is False and on_disk["n_candidates"] == 1
+    store.close()
+    # the resume gets every seed of the run: the stored one is not evaluated again, the other is
+    driver, store, pool = make_driver(tmp_path, budget=6)
+    try:
+        summary = driver.run([("seed.py", "SEED"), ("seed2.py", "SEED2")])
+    finally:
+        pool.shutdown()
+    sources = [r.source for r in store.iter_candidates()]
+    assert sources[:2] == ["SEED", "SEED2"] and summary["n_candidates"] == 6 and summary["finished"] is True
+    store.close()
+
+
+def test_a_resume_whose_stored_seeds_all_failed_names_their_reasons(tmp_path, ray_local):
+    driver, store, pool = make_driver(tmp_path, budget=5)
+    try:
+        with pytest.raises(UserError):
+            driver.run([("bad.py", "SEED FAIL")])
+    finally:
+        pool.shutdown()
+    store.close()
+    driver, store, pool = make_driver(tmp_path, budget=5)
+    try:
+        with pytest.raises(UserError, match="gate 'correctness': mismatch at row 3"):
+            driver.run([("bad.py", "SEED FAIL")])
+    finally:
+        pool.shutdown()
+    assert store.candidate_count() == 1
+    store.close()
