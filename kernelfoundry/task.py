@@ -172,6 +172,13 @@ def task_from_dict(data: Any, *, source: Path | None = None, check_files: bool =
     inputs = _parse_inputs(data["inputs"], fail)
     symbols = {d for s in inputs for d in (*s.shape, s.low, s.high) if isinstance(d, str)}
     check_shapes, target_shapes = _parse_shapes(data["shapes"], symbols, fail)
+    for spec in inputs:
+        for kind, envs in (("check", check_shapes), ("target", target_shapes)):
+            for i, env in enumerate(envs):
+                low, high = spec.bound(spec.low, env), spec.bound(spec.high, env)
+                if low is not None and high is not None and low >= high:
+                    raise fail(f"inputs.{spec.name}", f"draws from [low, high) = [{low}, {high}) at "
+                               f"shapes.{kind}[{i}], which is empty: low must be below high.")
 
     tol = data.get("tolerance", {"atol": 1e-4, "rtol": 1e-4})
     if not isinstance(tol, dict) or set(tol) - {"atol", "rtol"}:
@@ -180,8 +187,8 @@ def task_from_dict(data: Any, *, source: Path | None = None, check_files: bool =
         atol, rtol = float(tol.get("atol", 1e-4)), float(tol.get("rtol", 1e-4))
     except (TypeError, ValueError):
         raise fail("tolerance", f"atol and rtol must be numbers; got {tol!r}.") from None
-    if not (atol >= 0 and rtol >= 0):
-        raise fail("tolerance", "atol and rtol must be non-negative.")
+    if not (0 <= atol < math.inf and 0 <= rtol < math.inf):
+        raise fail("tolerance", f"atol and rtol must be finite and non-negative; got atol={atol}, rtol={rtol}.")
 
     seeds_raw = data["seeds"]
     if not isinstance(seeds_raw, list) or not seeds_raw:
@@ -192,7 +199,8 @@ def task_from_dict(data: Any, *, source: Path | None = None, check_files: bool =
             raise fail(f"seeds[{i}]", f"must be a path string; got {s!r}.")
         p = (base_dir / s).resolve()
         if check_files and not p.is_file():
-            raise fail(f"seeds[{i}]", f"names {p}, which does not exist.")
+            what = "a directory, not a kernel file" if p.is_dir() else "which does not exist"
+            raise fail(f"seeds[{i}]", f"names {p}, {what}.")
         seeds.append(p)
 
     hardware = data.get("hardware", ["h100"])

@@ -39,6 +39,16 @@ def test_bad_options_exit_2_with_the_reason(tmp_path, capsys, argv, message):
     assert message in capsys.readouterr().err
 
 
+def test_unknown_hardware_in_the_task_file_names_the_file_and_field(tmp_path, capsys):
+    task = tmp_path / "relu.yaml"
+    task.write_text(RELU.read_text().replace("hardware: [h100, a100, ascend910b2]", "hardware: [h100, tpu9]")
+                    .replace("kernels/relu_naive.py", str(RELU.parent / "kernels/relu_naive.py")))
+    assert main([str(task), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert f"task file {task}, field 'hardware'" in err and "tpu9" in err
+    assert not (tmp_path / "run").exists()
+
+
 def test_missing_task_and_resume_of_a_non_run(tmp_path, capsys):
     assert main([str(tmp_path / "nope.yaml")]) == 2
     assert "nope.yaml" in capsys.readouterr().err

@@ -46,7 +46,12 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
         if cfg.prompt_dir:
             cfg.prompt_dir = Path(cfg.prompt_dir).resolve()     # stored absolute: --resume may run elsewhere
         hardware = cfg.hardware or list(task.hardware)
-        _check_hardware(hardware)
+        try:
+            _check_hardware(hardware)
+        except UserError as exc:
+            if cfg.hardware:
+                raise
+            raise UserError(f"task file {task.path or task.name}, field 'hardware': {exc}") from None
         mutator_spec, prompt_pool, llm_client, model_note = _mutator_setup(cfg, task)
         if cfg.resume is None:
             run_dir = new_run_dir(task.name, out=cfg.out, root=cfg.archives_root)

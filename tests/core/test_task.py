@@ -40,6 +40,9 @@ def test_softmax_task_loads_with_symbols_and_shapes():
     (lambda d: d.update(level=7), "'level'"),
     (lambda d: d.update(colour="red"), "unknown field(s) 'colour'"),
     (lambda d: d.update(hardware=[]), "'hardware'"),
+    (lambda d: d["inputs"]["x"].update(low=200, high="N", dtype="int32"), "[200, 129) at shapes.check[0]"),
+    (lambda d: d.update(tolerance={"atol": float("inf"), "rtol": 0.0}), "must be finite"),
+    (lambda d: d.update(seeds=["kernels"]), "a directory, not a kernel file"),
 ])
 def test_bad_fields_are_named(tmp_path, mutate, field):
     data = base()
