@@ -116,8 +116,12 @@ class Task:
         }
 
 
-def load_task(path: str | Path) -> Task:
-    """Read and validate a task file; raise :class:`TaskError` naming the problem."""
+def load_task(path: str | Path, *, check_files: bool = True) -> Task:
+    """Read and validate a task file; raise :class:`TaskError` naming the problem.
+
+    ``check_files=False`` skips the check that the seed kernels exist (for commands that
+    do not use them, such as ``verify``).
+    """
     path = Path(path)
     if not path.exists():
         raise TaskError(f"task file {path} does not exist.")
@@ -129,7 +133,7 @@ def load_task(path: str | Path) -> Task:
         raise TaskError(f"task file {path} is not valid YAML: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise TaskError(f"task file {path} cannot be read: {exc}") from None
-    return task_from_dict(data, source=path)
+    return task_from_dict(data, source=path, check_files=check_files)
 
 
 def task_from_dict(data: Any, *, source: Path | None = None, check_files: bool = True) -> Task:

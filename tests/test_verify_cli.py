@@ -54,7 +54,9 @@ def test_bad_task_field_names_file_and_field(tmp_path, capsys):
 def test_refused_kernel_exits_1_with_json(tmp_path, capsys):
     kernel = tmp_path / "hostile.py"
     kernel.write_text("import subprocess\n" + Path(SEED).read_text())
-    assert main([SOFTMAX, str(kernel), "--json"]) == 1
+    task = tmp_path / "softmax.yaml"                  # a copy whose seed kernels are not beside it: verify
+    task.write_text(Path(SOFTMAX).read_text())        # does not need them
+    assert main([str(task), str(kernel), "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["passed"] is False and out["gate"] == "hack"
     assert "`import subprocess` is not allowed" in out["reason"]
