@@ -1,6 +1,7 @@
 """The evolve command as a user meets it: bad input is refused with exit 2 and a message
 naming the problem, and a driver killed with SIGKILL loses only the candidates in flight."""
 
+import json
 import os
 import signal
 import sqlite3
@@ -78,8 +79,9 @@ def _rows(db: Path) -> list[tuple]:
         conn.close()
 
 
-def test_sigkill_loses_only_in_flight_and_resume_finishes(tmp_path, ray_local, capsys):
-    run_dir = tmp_path / "run"
+def _signal_after_rows(run_dir: Path, rows: int, sig: int) -> tuple[int, str]:
+    """Start `evolve relu --budget 40` in a subprocess, send *sig* to the driver once *rows* candidates are
+    stored; return its exit code and stderr."""
     env = dict(os.environ, PYTHONPATH=str(REPO_DIR))
     cmd = [sys.executable, "-m", "kernelfoundry.evolve", str(RELU), "--budget", "40", "--workers", "1",
            "--out", str(run_dir), "--quiet"]
@@ -89,15 +91,22 @@ def test_sigkill_loses_only_in_flight_and_resume_finishes(tmp_path, ray_local, c
     deadline = time.time() + 240
     try:
         while time.time() < deadline and proc.poll() is None:
-            if db.exists() and len(_rows(db)) >= 3:
+            if db.exists() and len(_rows(db)) >= rows:
                 break
-            time.sleep(0.5)
+            time.sleep(0.3)
         assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-        os.kill(proc.pid, signal.SIGKILL)        # the driver only, as `kill -9 PID` does
-        proc.wait(timeout=30)
+        os.kill(proc.pid, sig)                   # the driver only, as `kill -9 PID` or Ctrl-C do
+        rc = proc.wait(timeout=60)
+        return rc, proc.stderr.read().decode()
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_sigkill_loses_only_in_flight_and_resume_finishes(tmp_path, ray_local, capsys):
+    run_dir = tmp_path / "run"
+    _signal_after_rows(run_dir, 3, signal.SIGKILL)
+    db = run_dir / "run.sqlite"
     before = _rows(db)
     assert 3 <= len(before) < 40
     assert [r[0] for r in before] == list(range(len(before)))
@@ -114,30 +123,12 @@ def test_sigkill_loses_only_in_flight_and_resume_finishes(tmp_path, ray_local, c
 
 def test_ctrl_c_exits_130_naming_the_run_and_a_run_killed_before_its_seeds_resumes(tmp_path, ray_local):
     run_dir = tmp_path / "run"
-    env = dict(os.environ, PYTHONPATH=str(REPO_DIR))
-    cmd = [sys.executable, "-m", "kernelfoundry.evolve", str(RELU), "--budget", "40", "--workers", "1",
-           "--out", str(run_dir), "--quiet"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
-    db = run_dir / "run.sqlite"
-    deadline = time.time() + 240
-    try:
-        while time.time() < deadline and proc.poll() is None:
-            if db.exists() and len(_rows(db)) >= 2:
-                break
-            time.sleep(0.3)
-        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-        os.kill(proc.pid, signal.SIGINT)          # Ctrl-C
-        rc = proc.wait(timeout=60)
-        err = proc.stderr.read().decode()
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+    rc, err = _signal_after_rows(run_dir, 2, signal.SIGINT)
     assert rc == 130, err[-3000:]
     assert f"continue with --resume {run_dir}" in err and "Traceback" not in err
-    import json
     assert json.loads((run_dir / "summary.json").read_text())["finished"] is False
     # as if killed before its seed was stored: the resume evaluates the seed (kept in the run) and goes on
+    db = run_dir / "run.sqlite"
     conn = sqlite3.connect(db)
     with conn:
         conn.execute("DELETE FROM candidates")
