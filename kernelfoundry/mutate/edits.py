@@ -152,7 +152,10 @@ def _apply_one(source: str, block: EditBlock, threshold: float) -> tuple[str, st
         if not replace.strip():
             raise EditError("both SEARCH and REPLACE are empty")
         return source.rstrip("\n") + "\n\n" + replace + "\n", "append"
-    if search in source:
+    count = source.count(search)
+    if count > 1:
+        raise EditError(f"SEARCH matches {count} places; add lines of context so it matches one")
+    if count == 1 and _on_line_boundaries(source, search):
         return source.replace(search, replace, 1), "exact"
 
     src_lines = source.splitlines()
@@ -180,14 +183,15 @@ def _apply_one(source: str, block: EditBlock, threshold: float) -> tuple[str, st
 
 
 def _find_lines(src: list[str], pattern: list[str], norm) -> tuple[int, int] | None:
-    """First window of *src* equal to *pattern* line by line under *norm*."""
+    """The window of *src* equal to *pattern* line by line under *norm*; EditError if several are."""
     want = [norm(s) for s in pattern]
     n = len(want)
     have = [norm(s) for s in src]
-    for lo in range(len(src) - n + 1):
-        if have[lo:lo + n] == want:
-            return lo, lo + n
-    return None
+    found = [lo for lo in range(len(src) - n + 1) if have[lo:lo + n] == want]
+    if len(found) > 1:
+        raise EditError(f"SEARCH matches {len(found)} places (lines {', '.join(str(lo + 1) for lo in found[:5])}); "
+                        "add lines of context so it matches one")
+    return (found[0], found[0] + n) if found else None
 
 
 def _find_fuzzy(src: list[str], pattern: list[str], threshold: float):
@@ -278,6 +282,13 @@ def apply_reply(parent_source: str, reply: str, *, prefer: str = "diff",
     return outcome
 
 
+def _on_line_boundaries(source: str, search: str) -> bool:
+    """Whether *search* (found once) starts and ends a line: `a = 1` must not edit `a = 10`."""
+    at = source.index(search)
+    end = at + len(search)
+    return (at == 0 or source[at - 1] == "\n") and (end == len(source) or source[end] == "\n")
+
+
 def check_source(source: str, parent_source: str) -> None:
     """Reject a result that does not parse or equals the parent (never runs the code)."""
     if source.strip() == parent_source.strip():
@@ -287,6 +298,8 @@ def check_source(source: str, parent_source: str) -> None:
     except SyntaxError as exc:
         line = (exc.text or "").strip()[:80]
         raise EditError(f"the edited kernel does not parse: line {exc.lineno}: {exc.msg} ({line!r})") from None
+    except (ValueError, RecursionError, MemoryError, UnicodeError) as exc:   # e.g. 3,000 chained `+ 1`
+        raise EditError(f"the edited kernel cannot be parsed: {type(exc).__name__}: {str(exc)[:120]}") from None
 
 
 def reply_description(reply: str, *, limit: int = 240) -> str:

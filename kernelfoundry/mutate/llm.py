@@ -107,6 +107,11 @@ class LLMMutator:
             return Proposal(source=None, mutator=mutator, parent_ids=parents, prompt_id=prompt_id,
                             error=f"edit did not apply ({mode}): {exc}", usage=usage, llm_log=reply.attempts,
                             description=reply_description(reply.text))
+        except Exception as exc:  # noqa: BLE001 - the call was paid for: keep its usage and log
+            reply.log_record["edit_error"] = f"{type(exc).__name__}: {exc}"
+            return Proposal(source=None, mutator=mutator, parent_ids=parents, prompt_id=prompt_id,
+                            error=f"applying the reply failed ({mode}): {type(exc).__name__}: {str(exc)[:200]}",
+                            usage=usage, llm_log=reply.attempts)
         reply.log_record["edit"] = {"kind": outcome.kind, "matches": outcome.matches}
         description = reply_description(reply.text) or f"{mode} by {model.name}"
         return Proposal(source=outcome.source, mutator=mutator, description=f"[{mode}] {description}",

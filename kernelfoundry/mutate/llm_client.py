@@ -330,7 +330,10 @@ def _reply_text(response) -> str:
         content = response.choices[0].message.content
     except (AttributeError, IndexError):
         return ""
-    return content if isinstance(content, str) else ""
+    if not isinstance(content, str):
+        return ""
+    # lone surrogates (a model's broken emoji) cannot be stored as UTF-8: replace them once, here
+    return content.encode("utf-8", "replace").decode("utf-8")
 
 
 def _finish_reason(response) -> str | None:

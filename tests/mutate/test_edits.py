@@ -154,3 +154,25 @@ def test_reply_description_skips_code():
     reply = "**Idea:** use 1024-wide blocks.\n" + block("    return out", "    return out") + "\n```python\nx=1\n```"
     assert reply_description(reply) == "Idea: use 1024-wide blocks."
     assert len(reply_description("word " * 200, limit=50)) <= 50
+
+
+def test_an_ambiguous_search_is_refused_not_applied_to_the_first_match():
+    reply = block("    mask = offs < n\n", "    mask = offs < n - 1\n")
+    twice = PARENT.replace("    x = tl.load(x_ptr + offs, mask=mask)", "    mask = offs < n\n"
+                           "    x = tl.load(x_ptr + offs, mask=mask)")
+    with pytest.raises(EditError, match="SEARCH matches 2 places"):
+        apply_reply(twice, reply)
+    with pytest.raises(EditError, match=r"SEARCH matches 2 places \(lines"):       # after whitespace drift
+        apply_reply(twice, block("    mask = offs < n   ", "    mask = offs < n - 1"))
+
+
+def test_a_search_inside_a_line_does_not_edit_part_of_it():
+    # `offs < n` occurs once, but inside `mask = offs < n`: only whole lines are edited
+    with pytest.raises(EditError, match="not found in the parent"):
+        apply_reply(PARENT, block("offs < n", "offs < n - 1"))
+
+
+def test_a_result_too_deep_to_parse_is_an_edit_error():
+    deep = "    return out" + " + 1" * 5000
+    with pytest.raises(EditError, match="cannot be parsed: RecursionError"):
+        apply_reply(PARENT, block("    return out", deep))

@@ -216,3 +216,12 @@ def test_export_replay_round_trip(replay, tmp_path):
     assert [a["error_kind"] for a in first.attempts] == ["rate_limit", None] and first.text == "answer one"
     assert first.usage.cost_usd == pytest.approx(0.01)
     assert first.log_record["prompt_tokens"] == log[1]["prompt_tokens"]
+
+
+def test_a_reply_with_a_lone_surrogate_becomes_storable_text():
+    from types import SimpleNamespace
+    from kernelfoundry.mutate.llm_client import _reply_text
+    response = SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content="ok \ud83d done"))])
+    text = _reply_text(response)
+    text.encode("utf-8")                       # would raise UnicodeEncodeError for a lone surrogate
+    assert text.startswith("ok ") and text.endswith(" done")
