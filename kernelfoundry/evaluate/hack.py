@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import re
 import time
+import types
 from dataclasses import dataclass
 
 from ..candidate import HINT_PARAMS, ParamSpaceError, parse_param_space
@@ -62,6 +63,28 @@ def is_jit_function(fn: ast.FunctionDef) -> bool:
     return False
 
 
+def resolve_triton_language(name: str) -> object | None:
+    """The object ``triton.language.a.b`` names in the installed Triton (None if it names nothing).
+
+    Triton is trusted code, already imported by the verifier; walking its attributes runs
+    nothing of the candidate's.
+    """
+    import importlib
+    obj: object = importlib.import_module("triton.language")
+    for part in name.split(".")[2:]:
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            try:                                      # a submodule not imported yet
+                obj = importlib.import_module(f"{obj.__name__}.{part}") if isinstance(obj, types.ModuleType) \
+                    else None
+            except ImportError:
+                obj = None
+            if obj is None:
+                return None
+    return obj
+
+
 class ModuleChecker:
     """Collects violations of the module-wide rules (host rules live in :mod:`hack_host`)."""
 
@@ -84,7 +107,12 @@ class ModuleChecker:
         if not name.startswith("triton.language."):
             return False
         parts = name.split(".")[2:]
-        return not any(p in TL_REFUSED or p.startswith("_") for p in parts)
+        if any(p in TL_REFUSED or p.startswith("_") for p in parts):
+            return False
+        # By name alone `tl.random.tl` (the compiler core) or `tl.extra.pkgutil` would pass: the
+        # path must be the module's own name, so an alias another module imported leads nowhere.
+        real = resolve_triton_language(name)
+        return isinstance(real, types.ModuleType) and real.__name__ == name
 
     def refuse_module(self, node: ast.AST, name: str) -> None:
         root = name.split(".")[0]
@@ -136,6 +164,11 @@ class ModuleChecker:
                    else "only triton.jit, cdiv, next_power_of_2, heuristics and triton.language are allowed")
         elif (mod == "triton.language" or mod.startswith("triton.language.")) and member in TL_REFUSED:
             why = "compiler internals are not allowed; use the public triton.language ops"
+        elif (mod == "triton.language" or mod.startswith("triton.language.")) and isinstance(
+                resolve_triton_language(f"{mod}.{member}"), types.ModuleType) and not self.module_allowed(
+                f"{mod}.{member}"):
+            why = (f"it is the module `{resolve_triton_language(f'{mod}.{member}').__name__}`, imported by "
+                   f"{mod}; only triton.language and its own public submodules are allowed")
         elif not self.module_allowed(mod):          # an intermediate package such as triton.tools
             why = f"only the allowed submodules of {mod} may be used"
         elif mod in MODULE_MEMBERS and MODULE_MEMBERS[mod] is not None and member not in MODULE_MEMBERS[mod]:

@@ -16,7 +16,7 @@ import ast
 
 from .hack import ModuleChecker, Violation, dotted
 from .hack_policy import (TENSOR_METADATA_ATTRS, TENSOR_METADATA_METHODS, TENSOR_SAFE_BUILTINS,
-                          TENSOR_VIEW_METHODS, TENSOR_WRAPPERS, TORCH_ALLOCATORS)
+                          TENSOR_VIEW_ATTRS, TENSOR_VIEW_METHODS, TENSOR_WRAPPERS, TORCH_ALLOCATORS)
 
 _NO_COMPUTE = ("launch may only allocate, read shapes/strides, make views and launch kernels; "
                "compute everything inside a @triton.jit kernel")
@@ -71,6 +71,10 @@ class HostChecker:
                 return True
             if isinstance(func, ast.Name) and func.id in self.host:
                 return self.returns_tensor[func.id]
+            if isinstance(func, ast.Name) and func.id in tensors:          # a local lambda/def returning one
+                return True
+            if isinstance(func, ast.Lambda):
+                return self.is_tensor(func.body, tensors)
             if isinstance(func, ast.Name) and func.id in ("list", "tuple"):   # containers of tensors
                 return any(self.is_tensor(a, tensors) for a in node.args)
             return False
@@ -80,6 +84,12 @@ class HostChecker:
             return self.is_tensor(node.body, tensors) or self.is_tensor(node.orelse, tensors)
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
             return any(self.is_tensor(e, tensors) for e in node.elts)
+        if isinstance(node, ast.Dict):                                   # {'a': x}['a'], .get, .values()
+            return any(self.is_tensor(v, tensors) for v in node.values)
+        if isinstance(node, ast.DictComp):
+            return self.is_tensor(node.value, tensors)
+        if isinstance(node, ast.Lambda):                                 # `f = lambda: x`, then f().exp()
+            return self.is_tensor(node.body, tensors)
         if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
             return self.is_tensor(node.elt, tensors)
         if isinstance(node, ast.BinOp):
@@ -103,6 +113,9 @@ class HostChecker:
                 elif isinstance(node, (ast.For, ast.comprehension)):
                     if self.is_tensor(node.iter, tensors):
                         tensors |= _names_in(node.target)
+                elif isinstance(node, ast.FunctionDef) and node is not fn:  # a nested def returning a tensor
+                    if any(isinstance(r, ast.Return) and self.is_tensor(r.value, tensors) for r in ast.walk(node)):
+                        tensors.add(node.name)
             if len(tensors) == before:
                 break
         return tensors
@@ -171,7 +184,7 @@ class HostChecker:
                 if bad is not None and not self.callee_allows_tensors(func, tensors):
                     self.add(node, f"`{_src(func)}(...)` {where} receives tensor `{_src(bad)}`; {_NO_COMPUTE}.")
             elif isinstance(node, ast.Attribute) and id(node) not in calls_funcs:
-                if (self.is_tensor(node.value, tensors) and node.attr not in TENSOR_METADATA_ATTRS
+                if (self.is_tensor(node.value, tensors) and node.attr not in TENSOR_METADATA_ATTRS | TENSOR_VIEW_ATTRS
                         and isinstance(node.ctx, ast.Load)):
                     self.add(node, f"`{_src(node)}` {where}: only shape, dtype, device and ndim may be read "
                                    "from tensors in host code.")

@@ -74,6 +74,10 @@ REFUSED_ATTRIBUTES = frozenset({
     # Triton interpreter internals / host copies of device data
     "handle", "numpy", "tofile", "tobytes", "tolist", "item", "storage", "untyped_storage",
     "cpu", "cuda", "fn", "cache", "device_caches", "run",
+    # modules and functions that other modules import: reaching them through an attribute
+    # chain (tl.<submodule>.builtins.exec) would bypass the import rules
+    "builtins", "pkgutil", "inspect", "importlib", "knobs", "os", "sys", "subprocess",
+    "exec", "eval", "compile", "open", "system", "popen",
 })
 
 #: Identifiers that refer to the task's reference or the verifier.
@@ -91,6 +95,10 @@ TENSOR_METADATA_METHODS = frozenset({"size", "stride", "numel", "dim", "element_
 TENSOR_METADATA_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "layout"})
 #: Tensor methods that allocate or make views (return tensors, compute nothing).
 TENSOR_VIEW_METHODS = frozenset({"view", "view_as", "reshape", "contiguous", "unsqueeze", "squeeze", "flatten",
-                                 "new_empty", "new_empty_strided", "new_zeros", "as_strided"})
+                                 "new_empty", "new_empty_strided", "new_zeros", "as_strided",
+                                 "t", "transpose", "permute", "expand", "expand_as", "narrow", "select",
+                                 "unflatten", "movedim", "swapaxes", "swapdims", "chunk", "split", "unbind"})
+#: Tensor attributes that are views (``b.T`` to pass B transposed by its strides).
+TENSOR_VIEW_ATTRS = frozenset({"T", "mT"})
 #: Builtins that may take a tensor argument without computing with its values.
 TENSOR_SAFE_BUILTINS = frozenset({"len", "isinstance", "tuple", "list", "print", "id"})

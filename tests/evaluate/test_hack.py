@@ -85,6 +85,20 @@ def tanh_kernel(x_ptr, n, BLOCK: tl.constexpr):
 }
 
 
+LEGIT_EXTRAS["transposed views and a grid function"] = '''
+def launch(x, *, BLOCK, num_warps, num_stages):
+    xt = x.t().contiguous() if x.dim() == 2 else x
+    parts = x.chunk(1)
+    y = torch.empty_like(parts[0].T.mT)
+
+    def grid(meta):
+        return (triton.cdiv(xt.numel(), meta["BLOCK"]),)
+
+    copy_kernel[grid](x.permute(*range(x.dim())), y, x.numel(), BLOCK=BLOCK)
+    return y
+'''
+
+
 @pytest.mark.parametrize("name", sorted(LEGIT_EXTRAS))
 def test_legitimate_variants_pass(name):
     source = HEADER + LEGIT_EXTRAS[name]
@@ -201,6 +215,22 @@ MORE_HOSTILE = [
      "host-compute"),
     ("nested cache decorator", "import functools\n" + GOOD_LAUNCH.replace(
         "    y = ", "    @functools.cache\n    def inner():\n        return 1\n    y = "), "decorator"),
+    # triton.language re-exports other modules: by name these chains looked like tl submodules
+    ("compiler core through tl.random", GOOD_LAUNCH.replace(
+        "return y", "tl.random.tl.builtins.exec('y.copy_(x)', {'x': x, 'y': y})\n    return y"), "module-member"),
+    ("from-import of an alias module", "from triton.language.random.tl import builtins as b\n" + GOOD_LAUNCH,
+     "import"),
+    ("pkgutil through tl.extra", GOOD_LAUNCH.replace(
+        "return y", "tl.extra.pkgutil.resolve_name('os').system('true')\n    return y"), "module-member"),
+    # torch computation hidden behind a closure or a dict display
+    ("lambda returning a tensor", GOOD_LAUNCH.replace("return y", "g = lambda: x\n    return g().softmax(-1)"),
+     "host-compute"),
+    ("nested def returning a tensor", GOOD_LAUNCH.replace(
+        "return y", "def g():\n        return x\n    return g().softmax(-1)"), "host-compute"),
+    ("dict display holding a tensor", GOOD_LAUNCH.replace("return y", "return {'a': x}['a'].softmax(-1)"),
+     "host-compute"),
+    ("dict values in a comprehension", GOOD_LAUNCH.replace(
+        "return y", "z = [t.exp() for t in {'k': x}.values()]\n    return y"), "host-compute"),
 ]
 
 
