@@ -174,6 +174,12 @@ def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, l
                           reason=f"the performance model could not score this kernel: {type(exc).__name__}: {exc}")
         gates.append(gate)
         return done(passed=False, gate="model", reason=gate.reason)
+    from .plausibility import implausible
+    why = implausible(task, traces, score.hardware)
+    if why:
+        gate = GateResult(name="model", passed=False, seconds=time.perf_counter() - start, reason=why)
+        gates.append(gate)
+        return done(passed=False, gate="model", reason=gate.reason)
     try:
         descriptors = describe(traces, score.hardware.get(hardware[0]))
     except Exception as exc:  # noqa: BLE001 - a trace the descriptors cannot read fails this candidate only
