@@ -218,6 +218,7 @@ class Session:
         if mask is None:
             addrs = ptrs.reshape(-1)
         else:
+            mask = mask.astype(bool, copy=False)   # an int mask would index lanes 0 and 1, not select
             addrs = ptrs[np.broadcast_to(mask, ptrs.shape)] if mask.shape != ptrs.shape else ptrs[mask]
         if addrs.size == 0:
             return
