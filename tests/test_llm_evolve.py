@@ -107,3 +107,12 @@ def test_own_prompt_directory_reaches_the_llm_and_bad_templates_are_refused(tmp_
                         "--out", str(tmp_path / "run2")]) == 2
     assert "fix.j2" in capsys.readouterr().err
     assert not (tmp_path / "run2").exists()
+
+    # a template that compiles but fails to render (an undefined name) is refused before the run starts too
+    (mine / "fix.j2").unlink()
+    (mine / "prompt_mutation.j2").write_text("{{ variant.sectionz }}\n")
+    assert evolve_main([task, "--model", f"replay/{REPLAY}", "--prompts", str(mine),
+                        "--out", str(tmp_path / "run3")]) == 2
+    err = capsys.readouterr().err
+    assert "fails to render" in err and "sectionz" in err
+    assert not (tmp_path / "run3").exists()

@@ -127,7 +127,10 @@ def extract_rewrite(text: str) -> str:
         if fences:
             raise EditError("the reply's code fence is not a full kernel module (no PARAMS and no def launch)")
         raise EditError("the reply holds no ```python code fence with the rewritten kernel")
-    return max(modules, key=len).strip("\n") + "\n"
+    module = max(modules, key=len)
+    if "def launch" not in module:
+        raise EditError("the rewritten module has no `def launch` (was the reply cut off by max_tokens?)")
+    return module.strip("\n") + "\n"
 
 
 def apply_blocks(source: str, blocks: list[EditBlock], *,

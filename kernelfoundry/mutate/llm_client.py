@@ -11,10 +11,9 @@ turns back into a replay file.
 
 Cost: ``litellm.completion_cost`` prices each reply; a model it has no price for
 (a local server, an unknown name) costs 0 and its records say so in ``cost_note``.
-A :class:`CostBudget` stops new calls once spent.  In the driver process, pass the
-budget to the client (prompt evolution charges it directly); Ray workers have their
-own clients, so the driver adds each ``Proposal.usage.cost_usd`` to the budget with
-:meth:`CostBudget.charge` and stops issuing proposals when :meth:`CostBudget.exhausted`.
+A search enforces ``--max-cost`` with its own accounting (``RunStats.cost_usd``, fed by
+every proposal's usage and every prompt-evolution call); a :class:`CostBudget` given
+to a client used elsewhere stops that client's calls once spent.
 """
 
 from __future__ import annotations
@@ -142,8 +141,25 @@ def _spec_from_mapping(data: dict[str, Any], where: str) -> ModelSpec:
         except ReplayError as exc:
             raise ModelSpecError(f"{where}: {exc}") from None
         name = f"replay/{path}"
+    else:
+        _check_provider(name, api_base, where)
     return ModelSpec(name=name, weight=weight, temperature=temperature, max_tokens=max_tokens,
                      api_base=api_base, api_key_env=key_env)
+
+
+def _check_provider(name: str, api_base: str | None, where: str) -> None:
+    """Refuse a model litellm cannot route (``opnai/gpt-4o``, ``gpt4o``): offline, no call is made."""
+    import contextlib
+    import io
+
+    import litellm
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):        # litellm prints a provider list
+            litellm.get_llm_provider(name, api_base=api_base)
+    except Exception:  # noqa: BLE001 - litellm raises its BadRequestError for an unknown provider
+        raise ModelSpecError(f"{where}: litellm knows no provider for {name!r}; name it as provider/model, "
+                             "e.g. openai/gpt-4o, anthropic/claude-sonnet-4-5, ollama/llama3 "
+                             "(https://docs.litellm.ai/docs/providers), or replay/PATH.jsonl.") from None
 
 
 def choose_model(models: list[ModelSpec], rng: random.Random) -> ModelSpec:
@@ -319,9 +335,14 @@ class LLMClient:
         record["completion_tokens"] = int(getattr(u, "completion_tokens", 0) or 0)
         record["cost_usd"], record["cost_note"] = _cost(litellm, response, model)
         record["response"] = text
+        record["finish_reason"] = finish = _finish_reason(response)
         if not text.strip():
-            finish = _finish_reason(response)
-            record.update(error=f"empty reply (finish_reason={finish})", error_kind="empty")
+            if finish == "length":      # retrying with the same max_tokens would pay for the same cut
+                record.update(error=f"empty reply: the model spent all max_tokens={model.max_tokens} "
+                                    "(finish_reason=length); raise max_tokens for this model",
+                              error_kind="truncated")
+            else:
+                record.update(error=f"empty reply (finish_reason={finish})", error_kind="empty")
         return record
 
 

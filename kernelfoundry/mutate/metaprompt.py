@@ -48,8 +48,8 @@ def load_seed_variants(prompt_dir: str | Path | None) -> list[dict[str, Any]]:
     if not path.is_file():
         path = DEFAULT_PROMPT_DIR / VARIANTS_FILE
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise PromptPoolError(f"prompt variants file {path} cannot be read: {exc}") from None
     if not isinstance(data, list) or not data:
         raise PromptPoolError(f"prompt variants file {path} must be a non-empty list of "
@@ -206,8 +206,15 @@ class PromptPool:
         if self._renderer is None:
             self._renderer = PromptRenderer(self.prompt_dir)
         view = dict(parent, mean_credit=_mean(parent))
-        messages = self._renderer.prompt_mutation_messages(view, operator, list(feedback or [])[-8:],
-                                                           parent["history"], task)
+        try:
+            messages = self._renderer.prompt_mutation_messages(view, operator, list(feedback or [])[-8:],
+                                                               parent["history"], task)
+        except Exception as exc:  # noqa: BLE001 - a template failing here must not end the run
+            self._llm_log.append({"purpose": "prompt_mutation", "messages": [], "response": None,
+                                  "error": f"prompt_mutation template failed: {type(exc).__name__}: {exc}",
+                                  "error_kind": "config", "timestamp": time.time(), "prompt_tokens": 0,
+                                  "completion_tokens": 0, "cost_usd": 0.0, "attempt": 0, "model": None})
+            return None
         if model is None and not getattr(client, "models", None):
             self._llm_log.append({"purpose": "prompt_mutation", "messages": messages, "response": None,
                                   "error": "the LLM client has no models configured", "error_kind": "config",

@@ -59,6 +59,27 @@ class PromptRenderer:
                 raise PromptDirError(f"template {exc.filename or name + '.j2'} line {exc.lineno}: "
                                      f"{exc.message}") from None
 
+    def check_renders(self, task: Task, source: str, variants: list[dict[str, Any]] | None = None) -> None:
+        """Render every template once for *task* with *source* as the parent (and each prompt variant).
+
+        Undefined variables and missing includes show only when a template renders; finding
+        them here turns a run that would fail every proposal, or crash on its first prompt
+        evolution, into one clear error before Ray starts.
+        """
+        from .base import MutationRequest, ParentView
+        parent = ParentView(id=0, source=source, objective=1.0, feedback="objective 1x")
+        for variant in variants or [None]:
+            request = MutationRequest(task=task, parent=parent, inspirations=[parent], prompt=variant)
+            try:
+                for mode in KERNEL_MODES:
+                    self.mutation_messages(request, mode)
+                if variant is not None:
+                    self.prompt_mutation_messages(dict(variant, mean_credit=0.0), "improve", [], [], task)
+            except jinja2.TemplateError as exc:
+                where = f" (prompt variant {variant.get('name') or variant.get('id')})" if variant else ""
+                raise PromptDirError(f"a prompt template fails to render{where}: {type(exc).__name__}: "
+                                     f"{exc}; template directories: {', '.join(map(str, self.dirs))}.") from None
+
     def render(self, name: str, context: dict[str, Any]) -> str:
         return self.env.get_template(f"{name}.j2").render(**context).strip() + "\n"
 

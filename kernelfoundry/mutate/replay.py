@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import threading
 import time
@@ -82,7 +83,13 @@ def load_replay_lines(path: str | Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise ReplayError(f"replay file {path} does not exist (model 'replay/{path}').")
     lines: list[dict[str, Any]] = []
-    for n, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ReplayError(f"replay file {path} is not UTF-8 text ({exc.reason} at byte {exc.start}).") from None
+    except OSError as exc:
+        raise ReplayError(f"replay file {path} cannot be read: {exc.strerror or exc}.") from None
+    for n, raw in enumerate(text.splitlines(), 1):
         if not raw.strip():
             continue
         try:
@@ -101,12 +108,19 @@ def load_replay_lines(path: str | Path) -> list[dict[str, Any]]:
         if match is not None and not (isinstance(match, str) or
                                       isinstance(match, list) and all(isinstance(m, str) for m in match)):
             raise ReplayError(f"replay file {path} line {n}: 'match' must be a string or a list of strings.")
-        for key in ("purpose", "request_hash"):
+        for key in ("purpose", "request_hash", "finish_reason"):
             if key in obj and not isinstance(obj[key], str):
                 raise ReplayError(f"replay file {path} line {n}: '{key}' must be a string.")
         for key in ("cost_usd", "delay_s"):
-            if key in obj and not isinstance(obj[key], (int, float)):
-                raise ReplayError(f"replay file {path} line {n}: '{key}' must be a number.")
+            value = obj.get(key, 0)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+                raise ReplayError(f"replay file {path} line {n}: '{key}' must be a finite number >= 0; "
+                                  f"got {value!r}.")
+        for key in ("prompt_tokens", "completion_tokens"):
+            value = obj.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ReplayError(f"replay file {path} line {n}: '{key}' must be a whole number >= 0; "
+                                  f"got {value!r}.")
         obj["_line"] = n
         lines.append(obj)
     if not lines:
@@ -280,6 +294,7 @@ def _provider_class():
             if completion_tokens is None:
                 completion_tokens = litellm.token_counter(text=content, count_response_tokens=True) if content else 0
             model_response.choices[0].message.content = content
+            model_response.choices[0].finish_reason = line.get("finish_reason", "stop")
             model_response.model = f"{PROVIDER}/{model}"
             model_response.usage = Usage(prompt_tokens=int(prompt_tokens), completion_tokens=int(completion_tokens),
                                          total_tokens=int(prompt_tokens) + int(completion_tokens))

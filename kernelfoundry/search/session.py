@@ -52,7 +52,7 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
             if cfg.hardware:
                 raise
             raise UserError(f"task file {task.path or task.name}, field 'hardware': {exc}") from None
-        mutator_spec, prompt_pool, llm_client, model_note = _mutator_setup(cfg, task)
+        mutator_spec, prompt_pool, llm_client, model_note = _mutator_setup(cfg, task, seeds)
         if cfg.resume is None:
             run_dir = new_run_dir(task.name, out=cfg.out, root=cfg.archives_root)
             cleanup.callback(os.close, lock_run_dir(run_dir))
@@ -77,7 +77,9 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
             verify_options = {"max_kernel_configs": cfg.max_kernel_configs}
             if not cfg.tuning:
                 verify_options["tune"] = False
-            init = {"task": task.to_dict(), "hardware": hardware, "mutator": mutator_spec,
+            # the workers' task names the run's hardware: prompts describe what the run targets
+            init = {"task": dict(task.to_dict(), hardware=list(hardware)), "hardware": hardware,
+                    "mutator": mutator_spec,
                     "verify_options": verify_options}
             if cfg.verdict_cache is not None:
                 init["verdict_cache"] = str(cfg.verdict_cache)
@@ -148,7 +150,7 @@ def _check_hardware(names: list[str]) -> None:
     resolve_hardware(names)     # raises HardwareError naming the unknown name
 
 
-def _mutator_setup(cfg, task: Task):
+def _mutator_setup(cfg, task: Task, seeds: list[tuple[str, str]]):
     """Pick the mutator: LLM when models are configured, else the built-in offline one."""
     if not cfg.models and not task.models:
         note = "no LLM model configured: using the built-in offline mutator"
@@ -158,9 +160,6 @@ def _mutator_setup(cfg, task: Task):
     from ..mutate.llm_client import LLMClient, parse_model_specs
     specs = parse_model_specs(list(task.models), list(cfg.models))
     prompt_dir = str(cfg.prompt_dir) if cfg.prompt_dir else None
-    if prompt_dir is not None:
-        from ..mutate.prompts import PromptRenderer
-        PromptRenderer(prompt_dir)          # every template must load before Ray starts
     spec = {"type": "llm", "models": [dataclasses.asdict(s) for s in specs], "prompt_dir": prompt_dir}
     pool = client = None
     note = "LLM mutation with " + ", ".join(s.name for s in specs)
@@ -171,6 +170,10 @@ def _mutator_setup(cfg, task: Task):
         note += "; prompt evolution on"
     else:
         note += "; prompt evolution off"
+    if seeds:                               # every template must load and render before Ray starts
+        from ..mutate.prompts import PromptRenderer
+        variants = list(pool.variants.values()) if pool is not None else None
+        PromptRenderer(prompt_dir).check_renders(task, seeds[0][1], variants)
     return spec, pool, client, note
 
 

@@ -96,6 +96,14 @@ def test_empty_replies_retried_then_fail(replay):
     assert info.value.usage.calls == 3 and info.value.usage.prompt_tokens > 0
 
 
+def test_an_empty_reply_cut_by_max_tokens_is_not_retried(replay):
+    model = replay([{"content": "", "finish_reason": "length"}])
+    with pytest.raises(LLMCallError, match="not retried.*spent all max_tokens") as info:
+        client(max_retries=3).complete(MSG, model)
+    assert [a["error_kind"] for a in info.value.attempts] == ["truncated"]
+    assert info.value.attempts[0]["finish_reason"] == "length"
+
+
 @pytest.mark.parametrize("kind", ["auth", "bad_request"])
 def test_auth_and_bad_request_are_not_retried(replay, kind):
     model = replay([{"error": kind}, {"content": "never reached"}])
@@ -168,6 +176,8 @@ def test_parse_model_specs_from_task_and_cli(tmp_path, monkeypatch):
     ("openai/gpt-4o", [], "must be a list"),
     ([], ["openai/gpt-4o,weight"], "option 'weight' must be key=value"),
     ([], ["replay/does/not/exist.jsonl"], "replay file .* does not exist"),
+    ([], ["opnai/gpt-4o"], "litellm knows no provider for 'opnai/gpt-4o'"),       # checked offline, before Ray
+    ([{"name": "gpt4o"}], [], "litellm knows no provider for 'gpt4o'"),
 ])
 def test_bad_model_specs_name_the_field(task_models, cli, message):
     with pytest.raises(ModelSpecError, match=message):
@@ -184,6 +194,17 @@ def test_bad_replay_files(tmp_path):
         load_replay_lines(bad)
     bad.write_text("not json\n")
     with pytest.raises(ReplayError, match="line 1: not JSON"):
+        load_replay_lines(bad)
+    # a NaN cost would silently disable --max-cost (nan >= limit is never true)
+    for line, message in (('{"content": "ok", "cost_usd": NaN}', "'cost_usd' must be a finite number >= 0"),
+                          ('{"content": "ok", "cost_usd": -1}', "'cost_usd' must be a finite number >= 0"),
+                          ('{"content": "ok", "delay_s": -2}', "'delay_s' must be a finite number >= 0"),
+                          ('{"content": "ok", "prompt_tokens": "12"}', "'prompt_tokens' must be a whole number")):
+        bad.write_text(line + "\n")
+        with pytest.raises(ReplayError, match=message):
+            load_replay_lines(bad)
+    bad.write_bytes(b'{"content": "caf\xe9"}\n')
+    with pytest.raises(ReplayError, match="is not UTF-8 text"):
         load_replay_lines(bad)
 
 
