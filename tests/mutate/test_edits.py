@@ -176,3 +176,16 @@ def test_a_result_too_deep_to_parse_is_an_edit_error():
     deep = "    return out" + " + 1" * 5000
     with pytest.raises(EditError, match="cannot be parsed: RecursionError"):
         apply_reply(PARENT, block("    return out", deep))
+
+
+def test_an_unmatched_long_search_against_similar_code_stays_cheap():
+    import time
+    def line(i, tag):
+        return f"    acc_{i % 9} = tl.load(ptr_{tag} + offs_{i % 5} * stride_{i % 3}, mask=mask_{i % 4}, other=0.0)"
+    parent = "\n".join(line(i, "a") for i in range(150)) + "\n"
+    search = "\n".join(line(i * 7 + 3, "b") for i in range(110))
+    start = time.process_time()
+    with pytest.raises(EditError, match="not found in the parent"):
+        apply_reply(parent, block(search, "x = 1"))
+    # character-level similarity on every window took 160 s of CPU here; a generous bound, not a benchmark
+    assert time.process_time() - start < 20
