@@ -153,7 +153,13 @@ class _ReplayFile:
                                   f"{purpose or ''} request.")
             key = tuple(eligible)
             cursor = self.cursors.get(key, 0)
-            pick = next((i for i in eligible if i >= cursor), eligible[0])
+            # the next line in file order that no request used yet (a hash hit uses its line too);
+            # once all are used, cycle
+            pick = next((i for i in eligible if i >= cursor and i not in self.used), None)
+            if pick is None:
+                pick = next((i for i in eligible if i not in self.used), None)
+            if pick is None:
+                pick = next((i for i in eligible if i >= cursor), eligible[0])
             self.cursors[key] = pick + 1
         self.used.add(pick)
         return self.lines[pick]

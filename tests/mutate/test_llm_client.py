@@ -63,6 +63,16 @@ def test_replay_prefers_request_hash_then_match(replay):
     assert c.complete(MSG, model).text == "kernel B"
 
 
+def test_a_request_missing_its_hash_takes_the_next_unused_line(replay):
+    recorded = [{"content": "A", "request_hash": request_hash(MSG)}, {"content": "B"}, {"content": "C"}]
+    model = replay(recorded)
+    other = [{"role": "user", "content": "a request the recording does not have"}]
+    c = client()
+    assert c.complete(MSG, model).text == "A"          # its own recording
+    assert c.complete(other, model).text == "B"        # a miss: the next line not used yet, not A again
+    assert c.complete(other, model).text == "C"
+
+
 def test_replay_purpose_streams(replay):
     model = replay([{"content": "kernel 1"}, {"content": "prompt 1", "purpose": "prompt_mutation"},
                     {"content": "kernel 2"}, {"content": "fix 1", "purpose": "fix"}])
