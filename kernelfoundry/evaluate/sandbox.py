@@ -538,21 +538,30 @@ def sweep_stale_dirs() -> list[str]:
     return removed
 
 
-def _remove_files_of(uid: int) -> None:
-    """Delete what the sandbox uid left in world-writable directories."""
-    for top in _WORLD_WRITABLE_DIRS:
+def _remove_files_of(uid: int, *, max_depth: int = 8) -> None:
+    """Delete what the sandbox uid left in world-writable directories, nested ones included.
+
+    The uid can only create entries in directories others may write to (or in the ones it
+    made, which go whole), so the walk descends only into world-writable directories:
+    it never lists the rest of /tmp.
+    """
+    pending = [(top, 0) for top in _WORLD_WRITABLE_DIRS]
+    while pending:
+        path, depth = pending.pop()
         try:
-            entries = list(os.scandir(top))
+            entries = list(os.scandir(path))
         except OSError:
             continue
         for entry in entries:
             try:
-                if entry.stat(follow_symlinks=False).st_uid != uid:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    os.unlink(entry.path)
+                st = entry.stat(follow_symlinks=False)
+                if st.st_uid == uid:
+                    if entry.is_dir(follow_symlinks=False):
+                        shutil.rmtree(entry.path, ignore_errors=True)
+                    else:
+                        os.unlink(entry.path)
+                elif stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_IWOTH and depth < max_depth:
+                    pending.append((entry.path, depth + 1))
             except OSError:
                 pass
 

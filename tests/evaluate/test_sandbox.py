@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import time
 import uuid
 
@@ -205,10 +206,28 @@ def test_crashes_become_reasons(probe, do, reason):
     assert out.reason.startswith(reason), out.reason
 
 
+def res_nested_gone(out, nested: str) -> bool:
+    """The child could write into the nested world-writable directory; the file must be gone after.
+
+    Only a throwaway uid (the driver runs as root) marks the child's files; otherwise they are the user's.
+    """
+    assert out.result["nested"] == "written", out.result["nested"]
+    return out.uid is None or not os.path.exists(nested)
+
+
 def test_escapes_are_refused_and_nothing_is_left(probe, tmp_path):
     marker = f"/tmp/kf_sandbox_escape_{uuid.uuid4().hex}"
-    paths = {"tmp": marker, "repo": os.path.join(os.path.dirname(__file__), "PWNED")}
-    out = run_sandboxed(probe, {"do": "escape", "paths": paths}, FAST)
+    shared = f"/tmp/kf_sandbox_shared_{uuid.uuid4().hex}"       # a nested world-writable directory
+    os.makedirs(f"{shared}/logs")
+    os.chmod(shared, 0o777)
+    os.chmod(f"{shared}/logs", 0o777)
+    nested = f"{shared}/logs/left_behind"
+    paths = {"tmp": marker, "nested": nested, "repo": os.path.join(os.path.dirname(__file__), "PWNED")}
+    try:
+        out = run_sandboxed(probe, {"do": "escape", "paths": paths}, FAST)
+        assert res_nested_gone(out, nested)
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
     assert out.ok, out
     res = out.result
     if "seccomp" in out.isolation:
