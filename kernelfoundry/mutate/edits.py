@@ -116,8 +116,9 @@ def extract_code_fences(text: str) -> list[str]:
     return bodies
 
 
-def extract_rewrite(text: str) -> str:
-    """The full kernel module from a reply: the largest code fence that looks like a module.
+def extract_rewrite(text: str, parent_source: str | None = None) -> str:
+    """The full kernel module from a reply: the last module-like fence that is not the parent
+    (a reply may quote the current kernel before its new version), else the largest one.
 
     Raises :class:`EditError` when the reply has no such fence.
     """
@@ -127,7 +128,9 @@ def extract_rewrite(text: str) -> str:
         if fences:
             raise EditError("the reply's code fence is not a full kernel module (no PARAMS and no def launch)")
         raise EditError("the reply holds no ```python code fence with the rewritten kernel")
-    module = max(modules, key=len)
+    new = [b for b in modules if "def launch" in b and parent_source is not None
+           and b.strip() != parent_source.strip()]
+    module = new[-1] if new else max(modules, key=len)
     if "def launch" not in module:
         raise EditError("the rewritten module has no `def launch` (was the reply cut off by max_tokens?)")
     return module.strip("\n") + "\n"
@@ -289,7 +292,7 @@ def apply_reply(parent_source: str, reply: str, *, prefer: str = "diff",
     blocks = parse_search_replace(reply)
     if prefer == "rewrite":
         try:
-            outcome = EditOutcome(source=extract_rewrite(reply), kind="rewrite")
+            outcome = EditOutcome(source=extract_rewrite(reply, parent_source), kind="rewrite")
         except EditError:
             if not blocks:
                 raise
@@ -298,7 +301,7 @@ def apply_reply(parent_source: str, reply: str, *, prefer: str = "diff",
         outcome = apply_blocks(parent_source, blocks, fuzzy_threshold=fuzzy_threshold)
     else:
         try:
-            outcome = EditOutcome(source=extract_rewrite(reply), kind="rewrite")
+            outcome = EditOutcome(source=extract_rewrite(reply, parent_source), kind="rewrite")
         except EditError:
             raise EditError("the reply holds no SEARCH/REPLACE block and no ```python fence with a "
                             "full kernel module") from None

@@ -189,3 +189,11 @@ def test_an_unmatched_long_search_against_similar_code_stays_cheap():
         apply_reply(parent, block(search, "x = 1"))
     # character-level similarity on every window took 160 s of CPU here; a generous bound, not a benchmark
     assert time.process_time() - start < 20
+
+
+def test_a_rewrite_after_a_quote_of_the_parent_is_the_one_taken():
+    new = PARENT.replace("x + y", "y + x")
+    reply = ("The current kernel:\n```python\n" + PARENT + "```\nA shorter new version:\n```python\n"
+             + new.replace("\n\n\n", "\n\n") + "```\n")
+    out = apply_reply(PARENT, reply, prefer="rewrite")
+    assert out.kind == "rewrite" and "y + x" in out.source
