@@ -39,9 +39,13 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def tuned_hardware(hardware: dict[str, dict], order: list[str]) -> list[str]:
-    """Hardware with a valid tuned config (finite latency, parameters), in the run's order."""
-    names = [h for h in order if h in hardware] + [h for h in hardware if h not in order]
+def in_run_order(hardware: dict[str, dict], order: list[str]) -> list[str]:
+    """The names of *hardware* in the run's order (the store keeps them sorted)."""
+    return [h for h in order if h in hardware] + [h for h in hardware if h not in order]
+
+
+def tuned_hardware(hardware: dict[str, dict], names: list[str]) -> list[str]:
+    """Those of *names* with a valid tuned config (finite latency, parameters)."""
     return [h for h in names if hardware[h].get("best_params")
             and math.isfinite(float(hardware[h].get("latency_s") or math.inf))]
 
@@ -53,11 +57,8 @@ def _call(params: dict[str, Any], names: list[str]) -> str:
 
 
 def render_export(*, task_name: str, level: int, cid: int, row, cell_desc: str, hardware: dict,
-                  order: list[str]) -> str:
-    """The text of one exported kernel file (raises UserError when no hardware has a valid config)."""
-    valid = tuned_hardware(hardware, order)
-    if not valid:
-        raise UserError(f"candidate {cid} has no valid config on any hardware; nothing to tune it for.")
+                  names: list[str], valid: list[str]) -> str:
+    """The text of one exported kernel file: *names* in run order, *valid* those with a tuned config."""
     default_hw = valid[0]
     source, missing = tuned_source(row.source, dict(hardware[default_hw]["best_params"]))
     lines = [f"Elite kernel for task '{task_name}' (level {level}), exported from a KernelFoundry run.", "",
@@ -66,7 +67,6 @@ def render_export(*, task_name: str, level: int, cid: int, row, cell_desc: str, 
              f"objective: {row.objective:.4g}x speedup over the eager PyTorch estimate "
              f"(geometric mean over target shapes and hardware)",
              "predicted latency per hardware, at its tuned parameters:"]
-    names = [h for h in order if h in hardware] + [h for h in hardware if h not in order]
     for name in names:
         score = hardware[name]
         sol = score.get("sol_fraction")
@@ -133,19 +133,21 @@ def export_run(run_dir: str | Path, *, out: Path | None = None, top: int | None 
             if top is not None and len(manifest) == top:
                 break
             row = run.store.get_candidate(elite.candidate_id)
-            if not row.hardware or not tuned_hardware(row.hardware, order):
+            names = in_run_order(row.hardware or {}, order)
+            valid = tuned_hardware(row.hardware or {}, names)
+            if not valid:
                 skipped.append(elite.candidate_id)
                 continue
             rank = len(manifest) + 1
             cell_desc = run.archive.spec.describe_cell(elite.cell)
             name = f"{run.task.name}_{rank:02d}_c{elite.candidate_id}.py"
             text = render_export(task_name=run.task.name, level=run.task.level, cid=elite.candidate_id, row=row,
-                                 cell_desc=cell_desc, hardware=row.hardware, order=order)
+                                 cell_desc=cell_desc, hardware=row.hardware, names=names, valid=valid)
             _write(out / name, text)
             manifest.append({"file": name, "rank": rank, "candidate_id": elite.candidate_id,
                              "objective": elite.objective, "cell": list(elite.cell), "cell_description": cell_desc,
                              "descriptors": row.descriptors, "mutator": row.mutator, "parent_ids": row.parent_ids,
-                             "default_hardware": tuned_hardware(row.hardware, order)[0],
+                             "default_hardware": valid[0],
                              "hardware": {k: {f: v.get(f) for f in ("latency_s", "sol_fraction", "baseline_s",
                                                                      "best_params")}
                                           for k, v in row.hardware.items()}})

@@ -165,10 +165,10 @@ class ModuleChecker:
         elif (mod == "triton.language" or mod.startswith("triton.language.")) and member in TL_REFUSED:
             why = "compiler internals are not allowed; use the public triton.language ops"
         elif (mod == "triton.language" or mod.startswith("triton.language.")) and isinstance(
-                resolve_triton_language(f"{mod}.{member}"), types.ModuleType) and not self.module_allowed(
+                real := resolve_triton_language(f"{mod}.{member}"), types.ModuleType) and not self.module_allowed(
                 f"{mod}.{member}"):
-            why = (f"it is the module `{resolve_triton_language(f'{mod}.{member}').__name__}`, imported by "
-                   f"{mod}; only triton.language and its own public submodules are allowed")
+            why = (f"it is the module `{real.__name__}`, imported by {mod}; only triton.language and its own "
+                   "public submodules are allowed")
         elif not self.module_allowed(mod):          # an intermediate package such as triton.tools
             why = f"only the allowed submodules of {mod} may be used"
         elif mod in MODULE_MEMBERS and MODULE_MEMBERS[mod] is not None and member not in MODULE_MEMBERS[mod]:
