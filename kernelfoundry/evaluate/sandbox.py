@@ -41,6 +41,10 @@ KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 _WORLD_WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 
 
+class SandboxIsolationError(RuntimeError):
+    """The child's confinement check failed: no job may run on this machine as configured."""
+
+
 @dataclass(frozen=True)
 class SandboxLimits:
     """Limits for one sandboxed run (keyword-only; all enforced with SIGKILL)."""
@@ -392,9 +396,16 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
         os.chmod(in_path, 0o644)
         if uid is not None:
             os.chown(workdir, uid, uid)
+            os.mkdir(os.path.join(base, "root"), 0o755)      # the child's minimal root (sandbox_fs)
+        canary = os.path.join(base, "canary")                 # world-readable, yet must stay invisible
+        with open(canary, "w") as f:
+            f.write("the sandboxed child must not see this file\n")
+        os.chmod(canary, 0o644)
         nproc = limits.max_threads if uid is not None else _count_user_tasks(os.getuid()) + limits.max_threads
         progress_path = os.path.join(workdir, "progress")
         spec = {"module": module, "argv": [in_path, out_path], "workdir": workdir, "uid": uid,
+                "new_root": os.path.join(base, "root") if uid is not None else None,
+                "canary": canary, "strict": uid is not None,
                 "rlimits": limits.rlimits(nproc=nproc),
                 "env": {"HOME": workdir, "TMPDIR": workdir, "TRITON_CACHE_DIR": os.path.join(workdir, ".triton"),
                         "KF_SANDBOX_PROGRESS": progress_path}}
@@ -452,6 +463,12 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
             isolation += [str(n) for n in json.loads(notes_raw)] if notes_raw else ["child never confined itself"]
         except ValueError:
             isolation.append("isolation notes unreadable")
+        failed = [n for n in isolation if n.startswith("ISOLATION FAILED")]
+        if failed:
+            raise SandboxIsolationError(
+                "the sandbox could not confine the candidate's process on this machine ("
+                + "; ".join(n.split(": ", 1)[1] for n in failed) + "); refusing to run untrusted code. "
+                "See docs/verifier.md, 'The sandbox'.")
         ok = not reason and result is not None and exit_code == 0
         return SandboxOutcome(ok=ok, result=result, reason=reason,
                               exit_code=exit_code, signal=sig, killed_by=killed_by, output_tail=tail,
