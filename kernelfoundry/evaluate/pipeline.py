@@ -1,11 +1,18 @@
-"""The verifier pipeline: hack gate -> sandboxed load/correctness/trace -> model -> descriptors.
+"""The verifier pipeline: hack gate -> sandboxed checks -> judge -> sandboxed trace -> judge -> model.
 
-``verify(task, source, hardware)`` always returns a :class:`VerifyResult`; it
-raises only for the caller's own mistakes (unknown hardware names), never for
-anything the candidate does.  The candidate runs only inside the sandbox
-(:mod:`sandbox`); the driver reads its source statically (:mod:`hack`,
-``parse_param_space``) and the child's JSON result, which it validates
-before use (a hostile candidate could have forged it).
+``verify(task, source, hardware)`` always returns a :class:`VerifyResult`; it raises
+only for the caller's own mistakes (unknown hardware names) or when the sandbox
+cannot confine a child on this machine, never for anything the candidate does.
+
+The candidate runs only inside the sandbox, twice: a *check* job runs the planned
+correctness runs and reports raw outputs, a *trace* job runs sampled programs at the
+target shapes and reports raw events.  Everything that decides the verdict runs
+here, in a process that never imports candidate code: the plan (inputs, shapes,
+program orders), the comparison with the reference (:mod:`correctness`), the
+weighting and counting of trace events (:mod:`trace_counts`), the coverage and
+plausibility checks (:mod:`plausibility`), the model and the descriptors.  The
+child's reports are untrusted data: malformed ones fail the ``sandbox`` gate.
+See ``docs/verifier.md`` for the threat model.
 """
 
 from __future__ import annotations
@@ -16,9 +23,13 @@ from typing import Any
 
 from ..candidate import HINT_PARAMS, ParamSpaceError, kernel_configs, parse_param_space
 from ..task import Task
+from .channel import DATA_FILE, BlobReader
+from .correctness import Judge, MalformedReport, plan_runs, plan_span_runs, span_configs
 from .hack import hack_gate
+from .job import child_task
 from .records import ConfigTrace, GateResult, VerifyResult
 from .sandbox import GiB, SandboxLimits, SandboxOutcome, run_sandboxed
+from .trace_counts import MalformedTrace, build_config_trace
 
 CHILD_MODULE = "kernelfoundry.evaluate.child"
 CHILD_GATES = ("load", "correctness", "trace")
@@ -29,10 +40,10 @@ _TAIL_IN_REASON = 800
 def default_limits(task: Task, timeout_s: float = DEFAULT_TIMEOUT_S) -> SandboxLimits:
     """Sandbox limits for *task*: the address space must hold its target-shape tensors.
 
-    Target-shape inputs and outputs are allocated but only sampled programs
-    touch them, so virtual memory is sized as 4 GiB plus three times the
-    largest target input set (inputs, outputs, one temporary); real memory is
-    held to 4 GB by the RSS watchdog.
+    Target-shape inputs and outputs are allocated but only sampled programs touch them
+    (large inputs repeat one tile, see :mod:`tiled`), so virtual memory is sized as
+    4 GiB plus three times the largest target input set; real memory is held to 4 GB
+    by the RSS watchdog.
     """
     largest = max(task.input_bytes(env) for env in task.target_shapes)
     return SandboxLimits(wall_s=timeout_s, address_space_bytes=max(8 * GiB, 4 * GiB + 3 * largest))
@@ -85,55 +96,119 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
         space = parse_param_space(source)
     except ParamSpaceError as exc:
         return VerifyResult.failed("load", f"{exc}.", gates=gates, seconds=elapsed())
-
     if not tune:
         space = {name: values[:1] for name, values in space.items()}
     limits = limits or default_limits(task)
-    payload = {"source": source, "task": task.to_dict(),
-               "kernel_configs": kernel_configs(space, cap=max(1, max_kernel_configs), seed=seed),
-               "hints": {n: space[n][0] for n in HINT_PARAMS if n in space},
-               "seed": seed, "do_trace": True, "trace_programs": trace_programs,
-               **child_timeouts(limits.wall_s)}
-    outcome = run_sandboxed(CHILD_MODULE, payload, limits, mode=mode)
-    child_gates, traces, failure = read_child_result(outcome, payload["kernel_configs"], len(task.target_shapes))
-    gates += child_gates
-    if failure is not None:
-        gates.append(failure)
-    if not gates[-1].passed:                  # the space is the driver's own static parse, never the child's
+    configs = kernel_configs(space, cap=max(1, max_kernel_configs), seed=seed)
+    base = {"source": source, "task": child_task(task.to_dict()), "kernel_configs": configs,
+            "hints": {n: space[n][0] for n in HINT_PARAMS if n in space}, "seed": seed,
+            **child_timeouts(limits.wall_s)}
+
+    def stop(traces: list[ConfigTrace] | None = None) -> VerifyResult:
+        # the space is the driver's own static parse, never the child's
         return VerifyResult(passed=False, gate=gates[-1].name, reason=gates[-1].reason, gates=gates,
-                            param_space=space, traces=traces, seconds=elapsed())
+                            param_space=space, traces=traces or [], seconds=elapsed())
+
+    plan = plan_runs(task, configs, seed=seed)
+    outcome = run_sandboxed(CHILD_MODULE, {**base, "kind": "check", "runs": plan,
+                                           "probe_configs": span_configs(configs)},
+                            limits, mode=mode, extra_files=(DATA_FILE,))
+    load, report = read_job(outcome, "check")
+    gates += load
+    if not gates[-1].passed:
+        return stop()
+    correctness = judge_checks(task, plan, report["check"], outcome, seed=seed)
+    if not correctness.passed:
+        gates.append(correctness)
+        return stop()
+
+    span = plan_span_runs(task, report["check"].get("probes"), seed=seed, first_call=len(plan) + 1)
+    outcome = run_sandboxed(CHILD_MODULE, {**base, "kind": "trace", "runs": span, "trace_programs": trace_programs},
+                            limits, mode=mode, extra_files=(DATA_FILE,))
+    load, report = read_job(outcome, "trace")
+    if not load[-1].passed:                    # it loaded for the checks: a failure now belongs to a later gate
+        name = outcome.progress if outcome.progress in ("correctness", "trace") else "trace"
+        gates.append(GateResult(name=name, passed=False, reason=load[-1].reason, seconds=load[-1].seconds,
+                                details=load[-1].details))
+        return stop()
+    if span:
+        extra = judge_checks(task, span, report.get("check"), outcome, seed=seed)
+        correctness = extra if not extra.passed else GateResult(
+            name="correctness", passed=True, seconds=correctness.seconds + extra.seconds,
+            details={**correctness.details, "span_runs": len(span), "span_shapes": [r["shape"] for r in span],
+                     "span_skipped": extra.details.get("skipped", [])})
+    gates.append(correctness)
+    if not correctness.passed:
+        return stop()
+    gate, traces = judge_trace(report["trace"], outcome, configs, len(task.target_shapes))
+    gates.append(gate)
+    if not gate.passed:
+        return stop(traces)
     return score_and_describe(task, traces, space, hardware, gates, seed=seed,
                               seconds_so_far=time.perf_counter() - start)
 
 
-def read_child_result(outcome: SandboxOutcome, configs: list[dict[str, Any]], n_shapes: int
-                      ) -> tuple[list[GateResult], list[ConfigTrace], GateResult | None]:
-    """Validate the child's result against what was asked: (gates, traces, failure gate or None)."""
+def read_job(outcome: SandboxOutcome, kind: str) -> tuple[list[GateResult], dict[str, Any] | None]:
+    """The load gate and the child's whole result (holding a *kind* report when the load passed);
+    a failure gate and None when there is no usable result."""
     result = outcome.result
     if not outcome.ok or result is None:
-        return [], [], sandbox_failure(outcome)
+        return [sandbox_failure(outcome)], None
     if result.get("error"):
         gate = outcome.progress if outcome.progress in CHILD_GATES else "sandbox"
-        return [], [], GateResult(name=gate, passed=False, seconds=outcome.wall_s,
-                                        reason=f"the verifier failed inside the sandbox: {str(result['error'])[:500]}")
+        return [GateResult(name=gate, passed=False, seconds=outcome.wall_s,
+                           reason=f"the verifier failed inside the sandbox: {str(result['error'])[:500]}")], None
     try:
         gates = [GateResult.from_dict(g) for g in result["gates"]]
-        names = [g.name for g in gates]
-        if not gates or names != list(CHILD_GATES[:len(names)]) or any(
-                not isinstance(g.passed, bool) or not isinstance(g.reason, str) for g in gates):
-            raise ValueError(f"unexpected gates {names}")
-        if any(not g.passed for g in gates[:-1]):
-            raise ValueError("a gate failed but later gates ran")
-        traces = [ConfigTrace.from_dict(t) for t in result.get("traces", [])]
+        if len(gates) != 1 or gates[0].name != "load" or not isinstance(gates[0].passed, bool) \
+                or not isinstance(gates[0].reason, str):
+            raise ValueError(f"unexpected gates {[g.name for g in gates]}")
+        failed_checks = isinstance(result.get("check"), dict) and result["check"].get("error") is not None
+        if gates[0].passed and not isinstance(result.get(kind), dict) and not failed_checks:
+            raise ValueError(f"the load gate passed but no {kind} report came back")
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return [_malformed(outcome, str(exc))], None
+    return gates, result
+
+
+def judge_checks(task: Task, plan: list[dict[str, Any]], report: Any, outcome: SandboxOutcome, *,
+                 seed: int) -> GateResult:
+    """The correctness gate over *plan* from a child's report (a malformed report fails ``sandbox``)."""
+    if not isinstance(report, dict):
+        return _malformed(outcome, "no check report")
+    try:
+        return Judge(task, plan, seed=seed).judge(report, BlobReader(outcome.files.get(DATA_FILE)))
+    except MalformedReport as exc:
+        return _malformed(outcome, str(exc))
+
+
+def _malformed(outcome: SandboxOutcome, why: str) -> GateResult:
+    return GateResult(name="sandbox", passed=False, seconds=outcome.wall_s,
+                      reason=f"the sandboxed checks returned a malformed result ({why[:300]}).")
+
+
+def judge_trace(report: dict[str, Any], outcome: SandboxOutcome, configs: list[dict[str, Any]],
+                n_shapes: int) -> tuple[GateResult, list[ConfigTrace]]:
+    """The trace gate: the child's records built into :class:`ConfigTrace` s, every one asked for."""
+    blob = BlobReader(outcome.files.get(DATA_FILE))
+    try:
+        records = report.get("traces")
+        if not isinstance(records, list):
+            raise MalformedTrace("no trace list")
+        traces = [build_config_trace(r, blob) for r in records]
         for t in traces:
             if t.config not in configs or not 0 <= t.shape_index < n_shapes:
-                raise ValueError(f"a trace for config {t.config} at shape {t.shape_index} was not asked for")
-        if gates[-1].passed and (names[-1] != "trace" or not traces):
-            raise ValueError("the gates passed but no trace came back")
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        return [], [], GateResult(name="sandbox", passed=False, seconds=outcome.wall_s,
-                                        reason=f"the sandboxed checks returned a malformed result ({exc}).")
-    return gates, traces, None
+                raise MalformedTrace(f"a trace for config {t.config} at shape {t.shape_index} was not asked for")
+        error = report.get("error")
+        if error is None and len(traces) != n_shapes * len(configs):
+            raise MalformedTrace("traces are missing")
+    except MalformedTrace as exc:
+        return _malformed(outcome, f"trace: {exc}"), []
+    seconds = outcome.wall_s
+    if error is not None:
+        return GateResult(name="trace", passed=False, reason=str(error)[:2000], seconds=seconds), traces
+    return GateResult(name="trace", passed=True, seconds=seconds,
+                      details={"traces": len(traces), "seconds": [round(t.seconds, 3) for t in traces]}), traces
 
 
 def sandbox_failure(outcome: SandboxOutcome) -> GateResult:
@@ -151,42 +226,40 @@ def sandbox_failure(outcome: SandboxOutcome) -> GateResult:
 def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, list[Any]],
                        hardware: list[str], gates: list[GateResult], *, seed: int,
                        seconds_so_far: float) -> VerifyResult:
-    """The model gate (one call to the performance model), then the archive descriptors."""
+    """The model gate (one call to the performance model, plausibility checks), then the descriptors."""
     start = time.perf_counter()
 
     def done(**kw) -> VerifyResult:
         seconds = round(seconds_so_far + time.perf_counter() - start, 3)
         return VerifyResult(gates=gates, param_space=space, traces=traces, seconds=seconds, **kw)
 
+    def fail(reason: str) -> VerifyResult:
+        gates.append(GateResult(name="model", passed=False, seconds=time.perf_counter() - start, reason=reason))
+        return done(passed=False, gate="model", reason=reason)
+
+    from .plausibility import implausible_traces
+    why = implausible_traces(task, traces)
+    if why:
+        return fail(why)
     try:
         from ..perfmodel.score import score_candidate
     except ImportError as exc:
-        gate = GateResult(name="model", passed=False, reason=f"the performance model is not available ({exc}).")
-        gates.append(gate)
-        return done(passed=False, gate="model", reason=gate.reason)
+        return fail(f"the performance model is not available ({exc}).")
     try:
         score = score_candidate(task, traces, space, hardware, seed=seed)
         objective = float(score.objective)
         if not math.isfinite(objective):
             raise ValueError(f"objective is {objective}")
     except Exception as exc:  # noqa: BLE001 - the model failing on a trace fails this candidate only
-        gate = GateResult(name="model", passed=False, seconds=time.perf_counter() - start,
-                          reason=f"the performance model could not score this kernel: {type(exc).__name__}: {exc}")
-        gates.append(gate)
-        return done(passed=False, gate="model", reason=gate.reason)
-    from .plausibility import implausible
-    why = implausible(task, traces, score.hardware)
+        return fail(f"the performance model could not score this kernel: {type(exc).__name__}: {exc}")
+    from .plausibility import implausible_scores
+    why = implausible_scores(score.hardware)
     if why:
-        gate = GateResult(name="model", passed=False, seconds=time.perf_counter() - start, reason=why)
-        gates.append(gate)
-        return done(passed=False, gate="model", reason=gate.reason)
+        return fail(why)
     try:
         descriptors = describe(traces, score.hardware.get(hardware[0]))
     except Exception as exc:  # noqa: BLE001 - a trace the descriptors cannot read fails this candidate only
-        gate = GateResult(name="model", passed=False, seconds=time.perf_counter() - start,
-                          reason=f"the archive descriptors could not be computed: {type(exc).__name__}: {exc}")
-        gates.append(gate)
-        return done(passed=False, gate="model", reason=gate.reason)
+        return fail(f"the archive descriptors could not be computed: {type(exc).__name__}: {exc}")
     gates.append(GateResult(name="model", passed=True, reason=str(score.feedback),
                             seconds=time.perf_counter() - start,
                             details={"best_configs": list(score.best_configs)}))

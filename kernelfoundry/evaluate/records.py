@@ -33,6 +33,7 @@ class TensorTraffic:
     store_sectors: float = 0.0
     unique_load_bytes: float = 0.0  # this program's distinct footprint (32-byte sectors x 32)
     unique_store_bytes: float = 0.0
+    role: str = ""                  # "input:i", "output:j" (what launch returned) or "scratch"
 
     to_dict = asdict
     from_dict = classmethod(_from_dict)
@@ -58,6 +59,8 @@ class LaunchTrace:
     program_bytes_spread: float = 1.0        # max / mean of per-program bytes over sampled programs
     # Wave footprint: for each tensor, [[w, distinct first-access sectors among programs 0..w-1], ...]
     footprint: dict[str, list[list[int]]] = field(default_factory=dict)
+    # What the compile gate needs: argument kinds, dtypes, divisibility, constexprs, launch options
+    signature: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

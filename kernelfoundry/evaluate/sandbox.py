@@ -87,10 +87,12 @@ class SandboxOutcome:
     isolation: list[str] = field(default_factory=list)
     pid: int | None = None                 # the child's pid (gone when the record is returned)
     uid: int | None = None                 # the throwaway uid it ran as (root drivers only)
+    files: dict[str, bytes] = field(default_factory=dict)   # extra result files asked for, as written
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("result")
+        d.pop("files")
         return d
 
 
@@ -356,18 +358,21 @@ def _exit_reason(status: int, limits: SandboxLimits, has_result: bool) -> tuple[
 
 # ---------------------------------------------------------------- the entry point
 def run_sandboxed(module: str, payload: dict[str, Any], limits: SandboxLimits | None = None, *,
-                  mode: str | None = None) -> SandboxOutcome:
+                  mode: str | None = None, extra_files: tuple[str, ...] = ()) -> SandboxOutcome:
     """Run ``python -m module IN.json OUT.json`` confined; never raises for child misbehaviour.
 
     *payload* is written to IN.json; OUT.json, if the child wrote valid JSON
-    there, becomes ``outcome.result``.  *mode*: "fork", "spawn" or None (default
-    from :func:`default_mode`); "fork" falls back to "spawn" if no server starts.
+    there, becomes ``outcome.result``; each of *extra_files* (names in the child's
+    working directory) it wrote comes back in ``outcome.files``.  *mode*: "fork",
+    "spawn" or None (default from :func:`default_mode`); "fork" falls back to
+    "spawn" if no server starts.  Raises :class:`SandboxIsolationError` when the
+    child could not be confined (no job ran).
     """
     limits = limits or SandboxLimits()
     mode = mode or default_mode()
     server = _acquire_fork_server(module) if mode == "fork" else None
     try:
-        return _run(module, payload, limits, server, mode)
+        return _run(module, payload, limits, server, mode, extra_files)
     except BaseException:
         if server is not None:            # interrupted mid-job: its protocol state is unknown, drop it
             _discard_fork_server(module, server)
@@ -378,7 +383,7 @@ def run_sandboxed(module: str, payload: dict[str, Any], limits: SandboxLimits | 
 
 
 def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: ForkServer | None,
-         mode: str) -> SandboxOutcome:
+         mode: str, extra_files: tuple[str, ...] = ()) -> SandboxOutcome:
     isolation = []
     if server is None and mode == "fork":
         why = _SERVER_FAILURES.get(module, f"all {MAX_SERVERS_PER_MODULE} servers busy")
@@ -470,7 +475,12 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
                 + "; ".join(n.split(": ", 1)[1] for n in failed) + "); refusing to run untrusted code. "
                 "See docs/verifier.md, 'The sandbox'.")
         ok = not reason and result is not None and exit_code == 0
-        return SandboxOutcome(ok=ok, result=result, reason=reason,
+        files = {}
+        for name in extra_files:
+            data = _read_untrusted(os.path.join(workdir, os.path.basename(name)), limits.file_bytes)
+            if data is not None:
+                files[name] = data
+        return SandboxOutcome(ok=ok, result=result, reason=reason, files=files,
                               exit_code=exit_code, signal=sig, killed_by=killed_by, output_tail=tail,
                               output_bytes=out_bytes, wall_s=round(wall, 3),
                               peak_rss_bytes=max(peak, child.maxrss),

@@ -1,79 +1,34 @@
-"""Per-program counters of the trace and their reduction to a :class:`LaunchTrace`.
+"""The judge's side of the trace: raw per-program events -> weighted :class:`LaunchTrace` records.
 
-Every event is scaled by the loop-sampling weight in force when it happens
-(:func:`trace_loops.current_weight`).  The unique footprint of a program counts,
-for each access, the 32-byte sectors not touched before by that program, times the
-weight: a trip that reads new data stands for the unsampled trips that would also
-have read new data, and a trip that re-reads adds nothing.  Programs are combined
+Runs in the driver, which never imports candidate code.  The child reports what each
+sampled program did, unweighted, with the loop executions and the trips they ran
+(:mod:`child_trace`); here every event is weighted by the trips it stands for
+(:func:`trace_loops.trip_weight`, nested loops multiply), the unique footprint of a
+program counts the 32-byte sectors it had not touched before (times the weight: a
+trip that reads new data stands for the unsampled trips that would too), dots are
+counted at the precision their operands were loaded at, and programs are combined
 with :func:`program_weights` (first and last stand for themselves, the random
-samples for the rest of the grid).
+samples for the rest of the grid).  Every reference into the data channel and
+every index is checked: a malformed report is refused, not trusted.
 """
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from typing import Any
 
 import numpy as np
 
-from .records import LaunchTrace, TensorTraffic
-from .trace_hooks import SECTOR_BYTES, LaunchContext, TensorInfo
-from .trace_loops import current_trip, current_weight
+from .channel import BlobReader, ChannelError
+from .records import ConfigTrace, LaunchTrace, TensorTraffic
+from .trace_loops import trip_weight
 
+SECTOR_BYTES = 32
 _LOAD_BYTES, _STORE_BYTES, _LOAD_SECTORS, _STORE_SECTORS, _UNIQUE_LOAD, _UNIQUE_STORE = range(6)
-_SECTOR_SHIFT = int(math.log2(SECTOR_BYTES))
-
-
-class ProgramCounts:
-    """What one program did, weighted by loop sampling."""
-
-    def __init__(self, tensors: list[TensorInfo]):
-        self.traffic = {t.name: np.zeros(6) for t in tensors}
-        self.seen: dict[tuple[str, bool], set[int]] = defaultdict(set)
-        self.dot_flops: dict[str, float] = defaultdict(float)
-        self.dot_shapes: set[tuple[int, int, int, str]] = set()
-        self.dot_trip_bytes: dict[int, float] = defaultdict(float)
-        self.ops = {"elementwise": 0.0, "transcendental": 0.0, "reduction": 0.0}
-        self.max_block = 0
-        self.loop_trips = 0.0
-
-    def access(self, kind: str, tensor: TensorInfo, addrs: np.ndarray, elem_bytes: int) -> None:
-        weight = current_weight()
-        sectors = np.unique((addrs - tensor.data_ptr) >> _SECTOR_SHIFT)
-        row = self.traffic[tensor.name]
-        for is_store in ((False, True) if kind == "atomic" else (kind == "store",)):
-            seen = self.seen[(tensor.name, is_store)]
-            before = len(seen)
-            seen.update(sectors.tolist())
-            new = len(seen) - before
-            row[_STORE_BYTES if is_store else _LOAD_BYTES] += addrs.size * elem_bytes * weight
-            row[_STORE_SECTORS if is_store else _LOAD_SECTORS] += sectors.size * weight
-            row[_UNIQUE_STORE if is_store else _UNIQUE_LOAD] += new * SECTOR_BYTES * weight
-
-    def dot(self, a: Any, b: Any) -> None:
-        weight = current_weight()
-        *batch, m, k = a.data.shape
-        n = b.data.shape[-1]
-        count = math.prod(batch) if batch else 1
-        dtype = str(a.dtype.scalar)
-        self.dot_flops[dtype] += 2.0 * m * n * k * count * weight
-        self.dot_shapes.add((int(m), int(n), int(k), dtype))
-        operand_bytes = (a.data.size * max(1, a.dtype.primitive_bitwidth // 8)
-                         + b.data.size * max(1, b.dtype.primitive_bitwidth // 8))
-        self.dot_trip_bytes[current_trip()] += operand_bytes
-        self.max_block = max(self.max_block, int(m * n * count))
-
-    def op(self, kind: str, elems: int, ops_per_elem: int) -> None:
-        self.ops[kind] += elems * ops_per_elem * current_weight()
-        self.max_block = max(self.max_block, int(elems))
-
-    @property
-    def total_bytes(self) -> float:
-        return float(sum(row[_LOAD_BYTES] + row[_STORE_BYTES] for row in self.traffic.values()))
-
-    def loaded(self) -> set[str]:
-        return {name for name, row in self.traffic.items() if row[_LOAD_BYTES] > 0}
+RANK_DTYPE = {1: "fp8", 2: "fp16", 3: "fp32", 4: "fp64"}
+DTYPE_RANK = {"fp8e4nv": 1, "fp8e5": 1, "fp8e4b15": 1, "fp8e4b8": 1, "fp8e5b16": 1, "fp16": 2, "bf16": 2,
+              "fp32": 3, "fp64": 4}
+OP_KINDS = ("elementwise", "transcendental", "reduction")
 
 
 def sample_programs(num_programs: int, count: int, rng) -> list[int]:
@@ -100,28 +55,154 @@ def wave_widths(num_programs: int, limit: int) -> list[int]:
     return [1 << i for i in range(top.bit_length()) if 1 << i <= top]
 
 
-def build_launch_trace(ctx: LaunchContext, sampled: list[int], counts: list[ProgramCounts],
-                       footprint: dict[str, list[list[int]]]) -> LaunchTrace:
-    """Combine the sampled programs' counts into one per-program :class:`LaunchTrace`."""
-    weights = program_weights(sampled, ctx.num_programs) if sampled else []
+class MalformedTrace(ValueError):
+    """The child's trace report does not hold together."""
+
+
+def _require(ok: bool, what: str) -> None:
+    if not ok:
+        raise MalformedTrace(what)
+
+
+def trip_weights(execs: list[list[Any]], trips: list[list[Any]]) -> tuple[list[float], float]:
+    """Weight of every trip id (0: outside loops) and the program's total loop trips."""
+    weights = [1.0]
+    for t, item in enumerate(trips, start=1):
+        _require(isinstance(item, list) and len(item) == 2, f"trip {t} is malformed")
+        exec_index, index = item
+        _require(isinstance(exec_index, int) and 0 <= exec_index < len(execs), f"trip {t} names no loop")
+        loop, kind, n, parent, plan = execs[exec_index]
+        _require(isinstance(parent, int) and 0 <= parent < t, f"trip {t} has a later parent")
+        _require(isinstance(n, int) and isinstance(plan, list) and index in plan and 0 <= index < n,
+                 f"trip {t} is not in its loop's plan")
+        weights.append(weights[parent] * trip_weight(n, plan, index))
+    total = 0.0
+    for item in execs:
+        _require(isinstance(item, list) and len(item) == 5, "a loop record is malformed")
+        loop, kind, n, parent, plan = item
+        _require(kind in ("for", "while") and isinstance(n, int) and n >= 0 and isinstance(parent, int)
+                 and 0 <= parent < len(weights), "a loop record is malformed")
+        total += n * weights[parent]
+    return weights, total
+
+
+class ProgramCounts:
+    """What one program did, weighted by loop sampling."""
+
+    def __init__(self, n_tensors: int):
+        self.traffic = np.zeros((n_tensors, 6))
+        self.dot_flops: dict[str, float] = defaultdict(float)
+        self.dot_shapes: set[tuple[int, int, int, str]] = set()
+        self.dot_trip_bytes: dict[int, float] = defaultdict(float)
+        self.ops = {k: 0.0 for k in OP_KINDS}
+        self.max_block = 0
+        self.loop_trips = 0.0
+
+    @property
+    def total_bytes(self) -> float:
+        return float(self.traffic[:, _LOAD_BYTES].sum() + self.traffic[:, _STORE_BYTES].sum())
+
+    def loaded(self) -> set[int]:
+        return {i for i in range(len(self.traffic)) if self.traffic[i, _LOAD_BYTES] > 0}
+
+
+def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: BlobReader) -> ProgramCounts:
+    """Weighted counts of one sampled program from its raw events."""
+    n_tensors = len(tensors)
+    counts = ProgramCounts(n_tensors)
+    weights, counts.loop_trips = trip_weights(record.get("execs", []), record.get("trips", []))
+    accesses = blob.get(record["accesses"]).reshape(-1, 6) if record.get("accesses") else np.zeros((0, 6))
+    sectors = blob.get(record["sectors"]) if record.get("sectors") else np.zeros(0, dtype=np.int64)
+    _require(int(accesses[:, 5].sum()) == sectors.size if len(accesses) else True, "sector counts do not add up")
+    seen: list[tuple[set[int], set[int]]] = [(set(), set()) for _ in range(n_tensors)]
+    cursor = 0
+    for kind, tensor, _site, trip, elems, n_sec in accesses.tolist():
+        _require(0 <= tensor < n_tensors and 0 <= trip < len(weights) and kind in (0, 1, 2) and elems >= 0,
+                 "an access record is malformed")
+        w = weights[trip]
+        chunk = sectors[cursor:cursor + n_sec].tolist()
+        cursor += n_sec
+        elem_bytes = tensors[tensor]["elem_bytes"]
+        row = counts.traffic[tensor]
+        for is_store in ((False, True) if kind == 2 else (kind == 1,)):
+            bucket = seen[tensor][1 if is_store else 0]
+            before = len(bucket)
+            bucket.update(chunk)
+            new = len(bucket) - before
+            row[_STORE_BYTES if is_store else _LOAD_BYTES] += elems * elem_bytes * w
+            row[_STORE_SECTORS if is_store else _LOAD_SECTORS] += n_sec * w
+            row[_UNIQUE_STORE if is_store else _UNIQUE_LOAD] += new * SECTOR_BYTES * w
+    for dot in record.get("dots", []):
+        _require(isinstance(dot, list) and len(dot) == 9, "a dot record is malformed")
+        m, n, k, batch, dtype, precision, loaded_rank, trip, operand_bytes = dot
+        _require(all(isinstance(v, int) and v >= 0 for v in (m, n, k, batch, loaded_rank, operand_bytes))
+                 and isinstance(trip, int) and 0 <= trip < len(weights), "a dot record is malformed")
+        flops = 2.0 * m * n * k * batch * weights[trip]
+        rank = max(DTYPE_RANK.get(str(dtype), 3), loaded_rank)      # the precision its operands were loaded at
+        scored = RANK_DTYPE.get(rank, "fp32") if rank > DTYPE_RANK.get(str(dtype), 3) else str(dtype)
+        if scored == "fp32" and precision == "ieee":                # fp32 FMAs on the vector units
+            counts.ops["elementwise"] += flops
+        else:
+            counts.dot_flops[scored] += flops * (3.0 if scored == "fp32" and precision == "tf32x3" else 1.0)
+        counts.dot_shapes.add((m, n, k, scored))
+        counts.dot_trip_bytes[trip] += operand_bytes
+    for trip, kind, amount in record.get("ops", []):
+        _require(isinstance(trip, int) and 0 <= trip < len(weights) and kind in (0, 1, 2), "an op record is malformed")
+        counts.ops[OP_KINDS[kind]] += float(amount) * weights[trip]
+    counts.max_block = int(record.get("max_block", 0))
+    return counts
+
+
+def footprint(wave: dict[str, Any], blob: BlobReader, num_programs: int, names: list[str],
+              loaded: set[int]) -> dict[str, list[list[int]]]:
+    """For each loaded tensor, [[w, distinct anchor sectors of programs 0..w-1], ...] (all load sites)."""
+    rows = blob.get(wave["anchors"]).reshape(-1, 4) if wave.get("anchors") else np.zeros((0, 4), dtype=np.int64)
+    count = int(wave.get("programs", 0))
+    widths = wave_widths(num_programs, count) if count else []
+    out: dict[str, list[list[int]]] = {}
+    for tensor in sorted(loaded):
+        mine = rows[rows[:, 1] == tensor]
+        points = []
+        for w in widths:
+            points.append([w, int(np.unique(mine[mine[:, 0] < w][:, 3]).size)])
+        out[names[tensor]] = points
+    return out
+
+
+def build_launch_trace(record: dict[str, Any], blob: BlobReader) -> LaunchTrace:
+    """One :class:`LaunchTrace` from a child's launch record."""
+    grid = record["grid"]
+    _require(isinstance(grid, list) and len(grid) == 3 and all(isinstance(g, int) and g >= 0 for g in grid),
+             "a launch grid is malformed")
+    num_programs = grid[0] * grid[1] * grid[2]
+    _require(record.get("num_programs") == num_programs, "a launch's program count disagrees with its grid")
+    tensors = record["tensors"]
+    names = [str(t["name"]) for t in tensors]
+    programs = record["programs"]
+    sampled = [int(p["pid"]) for p in programs]
+    _require(all(0 <= p < max(num_programs, 1) for p in sampled) and len(set(sampled)) == len(sampled),
+             "sampled programs are out of range")
+    counts = [count_program(p, tensors, blob) for p in programs]
+    weights = program_weights(sampled, num_programs) if sampled else []
 
     def mean(value) -> float:
         return float(sum(w * value(c) for w, c in zip(weights, counts)))
 
     traffic = {}
-    for t in ctx.tensors.tensors:
-        rows = [c.traffic[t.name] for c in counts]
-        total = sum((w * r for w, r in zip(weights, rows)), np.zeros(6))
-        traffic[t.name] = TensorTraffic(
-            dtype=t.dtype, elem_bytes=t.elem_bytes, tensor_bytes=t.storage_bytes,
+    for i, t in enumerate(tensors):
+        total = sum((w * c.traffic[i] for w, c in zip(weights, counts)), np.zeros(6))
+        traffic[names[i]] = TensorTraffic(
+            dtype=str(t["dtype"]), elem_bytes=int(t["elem_bytes"]), tensor_bytes=int(t["storage_bytes"]),
             load_bytes=float(total[_LOAD_BYTES]), store_bytes=float(total[_STORE_BYTES]),
             load_sectors=float(total[_LOAD_SECTORS]), store_sectors=float(total[_STORE_SECTORS]),
-            unique_load_bytes=float(total[_UNIQUE_LOAD]), unique_store_bytes=float(total[_UNIQUE_STORE]))
+            unique_load_bytes=float(total[_UNIQUE_LOAD]), unique_store_bytes=float(total[_UNIQUE_STORE]),
+            role=str(t.get("role", "")))
     dtypes = sorted({d for c in counts for d in c.dot_flops})
     per_program_bytes = [c.total_bytes for c in counts]
     mean_bytes = sum(per_program_bytes) / len(per_program_bytes) if per_program_bytes else 0.0
+    loaded = set().union(*(c.loaded() for c in counts)) if counts else set()
     return LaunchTrace(
-        kernel=ctx.kernel, grid=ctx.grid, num_programs=ctx.num_programs, sampled_programs=list(sampled),
+        kernel=str(record["kernel"]), grid=tuple(grid), num_programs=num_programs, sampled_programs=sampled,
         traffic=traffic,
         dot_flops={d: mean(lambda c, d=d: c.dot_flops.get(d, 0.0)) for d in dtypes},
         dot_shapes=sorted({s for c in counts for s in c.dot_shapes}),
@@ -132,4 +213,37 @@ def build_launch_trace(ctx: LaunchContext, sampled: list[int], counts: list[Prog
         loop_trips=mean(lambda c: c.loop_trips),
         max_block_elems=max((c.max_block for c in counts), default=0),
         program_bytes_spread=max(per_program_bytes) / mean_bytes if mean_bytes > 0 else 1.0,
-        footprint=footprint)
+        footprint=footprint(record.get("wave", {}), blob, num_programs, names, loaded),
+        signature=record.get("signature") if isinstance(record.get("signature"), dict) else None)
+
+
+def build_config_trace(record: dict[str, Any], blob: BlobReader) -> ConfigTrace:
+    """One :class:`ConfigTrace` from a child's (shape, config) record; raises MalformedTrace."""
+    try:
+        launches = [build_launch_trace(l, blob) for l in record["launches"]]
+        return ConfigTrace(shape_index=int(record["shape_index"]), shape=dict(record["shape"]),
+                           config=dict(record["config"]), launches=launches,
+                           seconds=float(record.get("seconds", 0.0)))
+    except (KeyError, TypeError, ValueError, IndexError, ChannelError, AttributeError) as exc:
+        raise MalformedTrace(f"{type(exc).__name__}: {exc}") from None
+
+
+def stored_output_bytes(trace: ConfigTrace) -> dict[str, float]:
+    """Distinct bytes stored into each returned output, estimated for all programs of all launches."""
+    out: dict[str, float] = defaultdict(float)
+    for launch in trace.launches:
+        for t in launch.traffic.values():
+            if t.role.startswith("output:"):
+                out[t.role] += min(t.unique_store_bytes * launch.num_programs, float(t.tensor_bytes))
+    return dict(out)
+
+
+def loaded_input_bytes(trace: ConfigTrace) -> dict[str, float]:
+    """Bytes loaded from each input, each program counting its own distinct sectors, over all programs
+    of all launches (capped at the tensor): an honest kernel that reads all of an input reaches its size."""
+    out: dict[str, float] = defaultdict(float)
+    for launch in trace.launches:
+        for t in launch.traffic.values():
+            if t.role.startswith("input:"):
+                out[t.role] += min(t.unique_load_bytes * launch.num_programs, float(t.tensor_bytes))
+    return dict(out)
