@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..candidate import HINT_PARAMS, parse_param_space
+from ..candidate import HINT_PARAMS, ParamSpaceError, parse_param_space
 from ..task import Task
 from .channel import DATA_FILE, BlobReader
 from .correctness import Judge, plan_runs
@@ -22,7 +22,10 @@ from .trace_counts import build_config_trace
 
 def _payload(source: str, task: Task, configs: list[dict[str, Any]] | None, hints: dict[str, Any] | None,
              seed: int) -> dict[str, Any]:
-    space = parse_param_space(source)
+    try:
+        space = parse_param_space(source)
+    except ParamSpaceError:                  # the child's load gate reports it
+        space = {}
     configs = configs or [{n: v[0] for n, v in space.items() if n not in HINT_PARAMS}]
     hints = hints if hints is not None else {n: space[n][0] for n in HINT_PARAMS if n in space}
     return {"source": source, "task": child_task(task.to_dict()), "kernel_configs": configs, "hints": hints,
@@ -39,12 +42,13 @@ def _run(payload: dict[str, Any]) -> tuple[dict[str, Any], BlobReader]:
 
 
 def check_trusted(source: str, task: Task, configs: list[dict[str, Any]] | None = None, *,
-                  hints: dict[str, Any] | None = None, seed: int = 0,
-                  profiles: tuple[str, ...] | None = None) -> GateResult:
-    """The load and correctness gates on a trusted kernel; the first failing gate, else correctness."""
+                  hints: dict[str, Any] | None = None, seed: int = 0, profiles: tuple[str, ...] | None = None,
+                  launch_timeout_s: float = 30.0) -> GateResult:
+    """The load and correctness gates on a trusted kernel (check shapes only; no span runs): the
+    load gate when it fails, else the correctness gate."""
     payload = _payload(source, task, configs, hints, seed)
     plan = plan_runs(task, payload["kernel_configs"], seed=seed, profiles=profiles)
-    result, blob = _run({**payload, "kind": "check", "runs": plan})
+    result, blob = _run({**payload, "kind": "check", "runs": plan, "launch_timeout_s": launch_timeout_s})
     load = GateResult.from_dict(result["gates"][0])
     if not load.passed:
         return load
