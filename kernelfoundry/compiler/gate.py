@@ -23,7 +23,8 @@ from ..perfmodel.hardware import load_hardware
 from .amd import amd_resources
 from .cache import CacheEntry, CompileCache, compile_key
 from .jobrun import JobAnswer, run_compile_job
-from .nvidia import build as nvidia_build, disassemble, sass_mix
+from .asm import add_sass
+from .nvidia import build as nvidia_build
 from .report import CompileReport, ConfigCompile, HardwareCompile, KernelCompile
 from .resources import CompiledResources
 from .signature import LaunchSignature, parse_signature
@@ -61,8 +62,8 @@ def _entry_done(entry: CacheEntry, cached: bool) -> _Done:
     return _Done(meta=entry.meta, artifacts=dict(entry.files), cached=cached)
 
 
-def _finish(key: str, sig: LaunchSignature, target: CompileTarget, answer: JobAnswer, cache: CompileCache,
-            base_meta: dict[str, Any], sass: bool | str) -> _Done:
+def _finish(key: str, target: CompileTarget, answer: JobAnswer, cache: CompileCache, base_meta: dict[str, Any],
+            sass: bool | str) -> _Done:
     """Post-process one job answer (ptxas for NVIDIA) and store it in the cache when it is a verdict."""
     meta = {**base_meta, "ok": False, "error": answer.error, "resources": None, "metadata": answer.metadata,
             "seconds": dict(answer.seconds)}
@@ -93,23 +94,6 @@ def _finish(key: str, sig: LaunchSignature, target: CompileTarget, answer: JobAn
     if not cacheable:
         return _Done(meta=meta)
     return _entry_done(cache.put(key, meta, files), cached=False)
-
-
-def ensure_sass(entry_done: _Done, key: str, target: CompileTarget, cache: CompileCache) -> _Done:
-    """Disassemble a cached NVIDIA compile that has no SASS yet; the SASS counts replace the PTX ones."""
-    if target.vendor != "nvidia" or "sass" in entry_done.artifacts or "cubin" not in entry_done.artifacts:
-        return entry_done
-    text, _ = disassemble(Path(entry_done.artifacts["cubin"]).read_bytes(), target)
-    if not text:
-        return entry_done
-    entry = cache.peek(key)
-    if entry is None:
-        return entry_done
-    cache.add_file(entry, "sass", text.encode())
-    resources = dict(entry.meta.get("resources") or {})
-    resources.update(CompiledResources.from_dict({**resources, **sass_mix(text)}).to_dict())
-    cache.update_meta(entry, resources=resources)
-    return _entry_done(entry, cached=entry_done.cached)
 
 
 def _fit_error(resources: CompiledResources, hardware: str) -> str:
@@ -178,7 +162,7 @@ def compile_candidate(source: str, signatures_by_config: Mapping[str, Sequence[L
             sig, target = compiles[key]
             base = {"key": key, "kernel": sig.kernel, "signature": sig.to_dict(), "target": target.text,
                     "triton_version": version, "toolchain": toolchain_id(target), "source_hash": src_hash}
-            return _finish(key, sig, target, answers[key], cache, base, sass)
+            return _finish(key, target, answers[key], cache, base, sass)
 
         with ThreadPoolExecutor(max_workers=max(1, workers or os.cpu_count() or 1)) as pool:
             for key, result in zip(misses, pool.map(finish, misses)):
@@ -188,9 +172,11 @@ def compile_candidate(source: str, signatures_by_config: Mapping[str, Sequence[L
         for key in misses:
             for stage, s in done[key].meta.get("seconds", {}).items():
                 stage_seconds[stage] = round(stage_seconds.get(stage, 0.0) + s, 4)
-    if sass is True:
+    if sass is True:                              # cached entries made without SASS get it now
         for key, d in list(done.items()):
-            done[key] = ensure_sass(d, key, compiles[key][1], cache)
+            if d.artifacts and "sass" not in d.artifacts:
+                entry = add_sass(cache, key, compiles[key][1])
+                done[key] = _entry_done(entry, cached=d.cached) if entry is not None else d
     report = CompileReport(source_hash=src_hash, triton_version=version, hardware={},
                            cache_hits=len(compiles) - len(misses), cache_misses=len(misses),
                            stage_seconds=stage_seconds, job=job_summary)

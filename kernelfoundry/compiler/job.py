@@ -197,7 +197,7 @@ def run_job(payload: dict[str, Any], out_path: Path) -> dict[str, Any]:
                 if not entry["ok"] and diagnostics and diagnostics[0].strip():
                     entry["error"] += "\ncompiler diagnostics:\n" + diagnostics[0][-4000:]
                 entry["error"] = clean_error(entry["error"], str(path))
-                entry.setdefault("seconds", {})["total"] = round(time.perf_counter() - start, 4)
+                entry.setdefault("seconds", {})["job_request"] = round(time.perf_counter() - start, 4)
             size = sum(len(v) for v in entry.get("asm", {}).values())
             if size > budget:
                 entry = {"ok": False, "error": f"the generated assembly is {size / 2**20:.1f} MB, over the "
