@@ -10,7 +10,7 @@ Public API (see docs/compiler.md):
 * :func:`resolve_target` (``targets``): hardware name -> Triton target, or why there is none.
 """
 
-from .cache import CompileCache, default_cache_dir
+from .cache import CompileCache, default_cache_dir, read_artifact
 from .report import CompileReport, ConfigCompile, HardwareCompile, KernelCompile
 from .resources import CompiledResources
 from .signature import ArgSpec, LaunchSignature, SignatureError, parse_signature
@@ -23,6 +23,13 @@ def compile_candidate(*args, **kwargs):
     return run(*args, **kwargs)
 
 
+def write_asm(*args, **kwargs):
+    """See :func:`kernelfoundry.compiler.asm.write_asm`."""
+    from .asm import write_asm as run
+    return run(*args, **kwargs)
+
+
 __all__ = ["ArgSpec", "CompileCache", "CompileReport", "CompileTarget", "CompiledResources", "ConfigCompile",
            "HardwareCompile", "KernelCompile", "LaunchSignature", "NO_BACKEND", "SignatureError",
-           "compile_candidate", "default_cache_dir", "parse_signature", "parse_target", "resolve_target"]
+           "compile_candidate", "default_cache_dir", "parse_signature", "parse_target", "read_artifact",
+           "resolve_target", "write_asm"]

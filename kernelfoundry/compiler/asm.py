@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Mapping
 
-from .cache import CacheEntry, CompileCache
+from .cache import CacheEntry, CompileCache, read_artifact
 from .nvidia import disassemble, sass_mix
 from .report import CompileReport, KernelCompile
 from .resources import CompiledResources
@@ -28,7 +28,7 @@ def add_sass(cache: CompileCache, key: str, target: CompileTarget) -> CacheEntry
         return entry
     if "sass" in entry.files:
         return entry
-    text, _ = disassemble(Path(entry.files["cubin"]).read_bytes(), target)
+    text, _ = disassemble(read_artifact(entry.files["cubin"]), target)
     if not text:
         return entry
     cache.add_file(entry, "sass", text.encode())
@@ -82,7 +82,7 @@ def write_asm(report: CompileReport, directory: str | Path, *, configs: Mapping[
             for kind in ("ptx", "sass", "amdgcn"):
                 if kind in artifacts and Path(artifacts[kind]).is_file():
                     path = hw_dir / f"{stem}.{kind}"
-                    path.write_bytes(Path(artifacts[kind]).read_bytes())
+                    path.write_bytes(read_artifact(artifacts[kind]))
                     written.append(path)
             summary["kernels"].append({"file": stem, "kernel": kernel.kernel, "ok": kernel.ok, "error": kernel.error,
                                        "signature": kernel.signature,

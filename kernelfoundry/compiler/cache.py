@@ -4,8 +4,9 @@ Key: sha256 over (cache schema, candidate source hash, launch signature with its
 options, target, Triton version, toolchain: ptxas version / AMD code-generator
 revision).  An entry is a directory ``<root>/v1/<key[:2]>/<key>/`` holding
 ``meta.json`` (status, error, resources, Triton metadata, stage seconds) and the
-artefacts (``kernel.ptx``, ``kernel.cubin``, ``kernel.sass``, ``kernel.amdgcn``,
-``kernel.hsaco``).  Entries are written to a temporary directory and renamed into
+artefacts: text gzip-compressed (``kernel.ptx.gz``, ``kernel.sass.gz``,
+``kernel.amdgcn.gz``; ~6x smaller), binaries as they are (``kernel.cubin``,
+``kernel.hsaco``); :func:`read_artifact` returns a file's plain bytes.  Entries are written to a temporary directory and renamed into
 place, so readers never see a partial entry and concurrent writers of one key
 keep the first; a file added later (SASS on demand) is replaced atomically.
 Nothing is ever rebuilt: a key present is a hit, compile errors included.
@@ -17,6 +18,7 @@ Location: the explicit path given to :class:`CompileCache`, else
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -30,9 +32,19 @@ from typing import Any
 
 SCHEMA = "v1"
 ENV_VAR = "KF_COMPILE_CACHE"
-#: Artefact kind -> file name in an entry.
-FILES = {"ptx": "kernel.ptx", "cubin": "kernel.cubin", "sass": "kernel.sass", "amdgcn": "kernel.amdgcn",
+#: Artefact kind -> file name in an entry (text kinds are stored gzip-compressed).
+FILES = {"ptx": "kernel.ptx.gz", "cubin": "kernel.cubin", "sass": "kernel.sass.gz", "amdgcn": "kernel.amdgcn.gz",
          "hsaco": "kernel.hsaco"}
+
+
+def _encode(kind: str, data: bytes) -> bytes:
+    return gzip.compress(data, compresslevel=6, mtime=0) if FILES[kind].endswith(".gz") else data
+
+
+def read_artifact(path: str | Path) -> bytes:
+    """The plain content of a cached artefact (decompressed when stored as ``.gz``)."""
+    data = Path(path).read_bytes()
+    return gzip.decompress(data) if str(path).endswith(".gz") else data
 
 
 def default_cache_dir() -> Path:
@@ -103,7 +115,7 @@ class CompileCache:
         tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key[:8]}-", dir=final.parent))
         try:
             for kind, data in files.items():
-                (tmp / FILES[kind]).write_bytes(data)
+                (tmp / FILES[kind]).write_bytes(_encode(kind, data))
             (tmp / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
             os.chmod(tmp, 0o755)
             try:
@@ -124,7 +136,7 @@ class CompileCache:
         """Add or replace one artefact of an existing entry (atomic replace)."""
         target = entry.path / FILES[kind]
         tmp = entry.path / f".{FILES[kind]}.{uuid.uuid4().hex[:8]}"
-        tmp.write_bytes(data)
+        tmp.write_bytes(_encode(kind, data))
         os.replace(tmp, target)
         entry.files[kind] = str(target)
         return entry
