@@ -10,23 +10,13 @@ Public API (see docs/compiler.md):
 * :func:`resolve_target` (``targets``): hardware name -> Triton target, or why there is none.
 """
 
+from .asm import write_asm
 from .cache import CompileCache, default_cache_dir, read_artifact
+from .gate import compile_candidate
 from .report import CompileReport, ConfigCompile, HardwareCompile, KernelCompile
 from .resources import CompiledResources
 from .signature import ArgSpec, LaunchSignature, SignatureError, parse_signature
 from .targets import NO_BACKEND, CompileTarget, parse_target, resolve_target
-
-
-def compile_candidate(*args, **kwargs):
-    """See :func:`kernelfoundry.compiler.gate.compile_candidate` (imported lazily: it pulls in Triton)."""
-    from .gate import compile_candidate as run
-    return run(*args, **kwargs)
-
-
-def write_asm(*args, **kwargs):
-    """See :func:`kernelfoundry.compiler.asm.write_asm`."""
-    from .asm import write_asm as run
-    return run(*args, **kwargs)
 
 
 __all__ = ["ArgSpec", "CompileCache", "CompileReport", "CompileTarget", "CompiledResources", "ConfigCompile",
