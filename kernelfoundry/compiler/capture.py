@@ -77,13 +77,13 @@ def signature_of_launch(kernel: Any, args: tuple, kwargs: dict[str, Any]) -> Lau
     constexpr_params = {p.name for p in jit.params if p.is_constexpr}
     out = []
     for (pname, value), (type_text, spec) in zip(params.items(), specialization):
+        spec = spec if isinstance(spec, str) else ""      # annotated params carry the raw value here
         if type_text == "constexpr":
-            if pname not in constexpr_params and spec == 1 and isinstance(value, int) and not isinstance(value, bool):
+            if pname not in constexpr_params and value == 1 and isinstance(value, int) and not isinstance(value, bool):
                 out.append(ArgSpec(name=pname, kind="int", dtype="i32", equals_one=True))
             else:
                 out.append(ArgSpec(name=pname, kind="constexpr", value=_encode_constexpr(value, name, pname)))
         elif type_text.startswith("*"):
-            spec = spec or ""
             out.append(ArgSpec(name=pname, kind="pointer", dtype=_dtype_name(type_text), div16="D" in spec,
                                range32="S" in spec))
         elif type_text.startswith("tensordesc") or type_text == "nvTmaDesc":
@@ -92,7 +92,7 @@ def signature_of_launch(kernel: Any, args: tuple, kwargs: dict[str, Any]) -> Lau
         elif type_text.startswith(("fp", "bf")):
             out.append(ArgSpec(name=pname, kind="float", dtype=type_text))
         else:
-            out.append(ArgSpec(name=pname, kind="int", dtype=type_text, div16="D" in (spec or "")))
+            out.append(ArgSpec(name=pname, kind="int", dtype=type_text, div16="D" in spec))
     record = LaunchSignature(kernel=name, args=tuple(out), num_warps=int(options.get("num_warps", 4)),
                              num_stages=options.get("num_stages"), num_ctas=int(options.get("num_ctas", 1)),
                              maxnreg=options.get("maxnreg"),

@@ -84,12 +84,13 @@ def test_capture_uses_triton_rules():
 
     @triton.heuristics({"EVEN": lambda args: args["n"] % 16 == 0})
     @triton.jit(do_not_specialize=["m"])
-    def k(x, y, n, m, one, flag, scale, maybe, BLOCK: tl.constexpr, EVEN: tl.constexpr, D: tl.constexpr = 2):
+    def k(x, y, n, m, one, flag, scale, maybe, wide: tl.int64, BLOCK: tl.constexpr, EVEN: tl.constexpr,
+          D: tl.constexpr = 2):
         pass
 
     x = torch.empty(64)
     with LaunchRecorder() as rec:
-        k[(1,)](x, x[1:], 32, 32, 1, True, 0.5, None, BLOCK=16, num_warps=2)
+        k[(1,)](x, x[1:], 32, 32, 1, True, 0.5, None, 1, BLOCK=16, num_warps=2)
     (sig,) = rec.unique()
     args = {a.name: a.to_dict() for a in sig.args}
     assert args["x"] == {"name": "x", "kind": "pointer", "dtype": "fp32", "div16": True, "range32": True}
@@ -99,6 +100,7 @@ def test_capture_uses_triton_rules():
     assert args["one"]["equals_one"] is True
     assert args["flag"]["dtype"] == "u1" and args["scale"] == {"name": "scale", "kind": "float", "dtype": "fp32"}
     assert args["maybe"] == {"name": "maybe", "kind": "constexpr", "value": None}
+    assert args["wide"] == {"name": "wide", "kind": "int", "dtype": "i64", "div16": False, "equals_one": False}
     assert args["EVEN"]["value"] is True and args["D"]["value"] == 2
     assert sig.num_warps == 2 and sig.num_stages is None
     assert rec.signatures[0] is sig                                        # dry run: recorded, not run
