@@ -34,9 +34,6 @@ from kernelfoundry.compiler.capture import capture_task_signatures  # noqa: E402
 from kernelfoundry.compiler.gate import compile_candidate  # noqa: E402
 from kernelfoundry.task import load_task  # noqa: E402
 
-LEVEL1_TASKS = None  # every task; level read from the task file
-
-
 def candidates(task, variants: int, seed: int) -> list[tuple[str, str]]:
     """(label, source) for the task's seeds and *variants* built-in-mutator edits of each."""
     from kernelfoundry.mutate.base import MutationRequest, ParentView

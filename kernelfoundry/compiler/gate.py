@@ -21,9 +21,9 @@ from ..candidate import source_hash
 from ..evaluate.sandbox import SandboxLimits
 from ..perfmodel.hardware import load_hardware
 from .amd import amd_resources
+from .asm import add_sass
 from .cache import CacheEntry, CompileCache, compile_key
 from .jobrun import JobAnswer, run_compile_job
-from .asm import add_sass
 from .nvidia import build as nvidia_build
 from .report import CompileReport, ConfigCompile, HardwareCompile, KernelCompile
 from .resources import CompiledResources

@@ -5,8 +5,9 @@ input is attacker-controlled data.  :func:`run_tool` runs one in a private
 temporary directory with a minimal environment, its own session, hard rlimits
 (address space, CPU seconds, file size, no core dumps) and a wall-clock
 timeout; a root driver also runs it as a throwaway uid with no groups (the
-directory is handed to that uid), so a tool exploited by its input can neither
-write the driver's files nor signal its processes.  No candidate Python runs here.
+directory is handed to that uid; only when other users can reach the tool's
+binary), so a tool exploited by its input can neither write the driver's files
+nor signal its processes.  No candidate Python runs here.
 """
 
 from __future__ import annotations
