@@ -17,6 +17,8 @@ or inside the sandboxed child.
 from __future__ import annotations
 
 import os
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -49,6 +51,8 @@ def _jit_view(kernel: Any):
             fn, do_not_specialize=kwargs.get("do_not_specialize"),
             do_not_specialize_on_alignment=kwargs.get("do_not_specialize_on_alignment"))
         cached = (jit, create_function_from_signature(jit.signature, jit.params, HIPBackend))
+        if len(_BINDERS) >= 256:                 # bounded: a long-lived process sees many candidates
+            _BINDERS.clear()
         _BINDERS[fn] = cached
     return cached
 
@@ -173,17 +177,14 @@ def capture_task_signatures(source: str | Path, task: Any, configs: list[dict[st
                             ) -> dict[str, list[LaunchSignature]]:
     """Signatures of a trusted kernel module for each config at one target shape of *task*.
 
-    *source* is the module's text or path; *configs* are full parameter dicts
+    *source* is the module's text (a ``Path``: its file); *configs* are full parameter dicts
     (hints included).  Returns ``{config_key(config): [signatures]}``.  Imports
     the module in this process under Triton's interpreter: trusted kernels only.
     """
-    import tempfile
-
     from ..candidate import config_key
     from ..evaluate.inputs import empty_inputs
     from ..evaluate.loader import import_candidate
-    text = Path(source).read_text() if isinstance(source, Path) or (
-        isinstance(source, str) and "\n" not in source and source.endswith(".py")) else str(source)
+    text = source.read_text() if isinstance(source, Path) else str(source)
     os.environ["TRITON_INTERPRET"] = "1"
     with tempfile.TemporaryDirectory(prefix="kf-capture-", dir=directory) as tmp:
         module, _ = import_candidate(text, Path(tmp))
@@ -191,5 +192,4 @@ def capture_task_signatures(source: str | Path, task: Any, configs: list[dict[st
             inputs = empty_inputs(task, task.target_shapes[shape_index])
             return {config_key(c): capture_signatures(module.launch, inputs, c) for c in configs}
         finally:
-            import sys
             sys.modules.pop(module.__name__, None)
