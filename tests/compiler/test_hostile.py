@@ -79,3 +79,22 @@ os._exit(0)
     hw = report.hardware["h100"]
     assert hw.status == "error" and "malformed answer (metadata 'shared' is not a non-negative int)" in hw.reason
     assert report.cache_misses == 1 and compile_cache.peek(hw.configs["default"].kernels[0].key) is None
+
+
+def test_a_compile_that_runs_out_of_time_fails_alone(compile_cache):
+    """The job is killed in the slow compile; that one fails, the next one runs in a second job."""
+    slow = '''
+@triton.jit
+def slow_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in tl.static_range(200000):
+        acc += tl.load(x_ptr + offs + i, mask=offs < n)
+    tl.store(y_ptr + offs, acc, mask=offs < n)
+'''
+    sigs = {"slow": [dict(SIGNATURE, kernel="slow_kernel")], "fast": [SIGNATURE]}
+    report = compile_candidate(_source(slow), sigs, ["h100"], cache=compile_cache, limits=SandboxLimits(wall_s=3.0))
+    configs = report.hardware["h100"].configs
+    assert configs["slow"].error == "slow_kernel: compiling this kernel timed out after 3 s"
+    assert configs["fast"].ok and report.hardware["h100"].status == "partial"
+    assert report.job["attempts"] == 2 and report.job["reasons"] == ["timed out after 3 s"]
