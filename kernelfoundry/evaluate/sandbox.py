@@ -115,10 +115,15 @@ _SERVER_FAILURES: dict[str, str] = {}
 _SERVERS_LOCK = threading.Lock()
 
 
-def _acquire_fork_server(module: str) -> ForkServer | None:
-    """An idle live server for *module* with its lock held, or None (then: spawn)."""
+def _pool_key(module: str, env: dict[str, str] | None) -> str:
+    return module if not env else module + "|" + json.dumps(sorted(env.items()))
+
+
+def _acquire_fork_server(module: str, env: dict[str, str] | None = None) -> ForkServer | None:
+    """An idle live server for *module* (its env: *env* over sandbox_env()) with its lock held, or None."""
+    key = _pool_key(module, env)
     with _SERVERS_LOCK:
-        pool = _SERVERS.setdefault(module, [])
+        pool = _SERVERS.setdefault(key, [])
         for server in list(pool):
             if not server.alive():
                 pool.remove(server)
@@ -126,12 +131,12 @@ def _acquire_fork_server(module: str) -> ForkServer | None:
                 continue
             if server.lock.acquire(blocking=False):
                 return server
-        if module in _SERVER_FAILURES or len(pool) >= MAX_SERVERS_PER_MODULE:
+        if key in _SERVER_FAILURES or len(pool) >= MAX_SERVERS_PER_MODULE:
             return None
         try:
-            server = ForkServer((module,), sandbox_env())
+            server = ForkServer((module,), {**sandbox_env(), **(env or {})})
         except (ForkServerError, OSError, ValueError) as exc:
-            _SERVER_FAILURES[module] = str(exc)
+            _SERVER_FAILURES[key] = str(exc)
             return None
         server.lock.acquire()
         pool.append(server)
@@ -358,24 +363,26 @@ def _exit_reason(status: int, limits: SandboxLimits, has_result: bool) -> tuple[
 
 # ---------------------------------------------------------------- the entry point
 def run_sandboxed(module: str, payload: dict[str, Any], limits: SandboxLimits | None = None, *,
-                  mode: str | None = None, extra_files: tuple[str, ...] = ()) -> SandboxOutcome:
+                  mode: str | None = None, extra_files: tuple[str, ...] = (),
+                  env: dict[str, str] | None = None) -> SandboxOutcome:
     """Run ``python -m module IN.json OUT.json`` confined; never raises for child misbehaviour.
 
     *payload* is written to IN.json; OUT.json, if the child wrote valid JSON
     there, becomes ``outcome.result``; each of *extra_files* (names in the child's
     working directory) it wrote comes back in ``outcome.files``.  *mode*: "fork",
     "spawn" or None (default from :func:`default_mode`); "fork" falls back to
-    "spawn" if no server starts.  Raises :class:`SandboxIsolationError` when the
-    child could not be confined (no job ran).
+    "spawn" if no server starts.  *env* overrides entries of :func:`sandbox_env`
+    (fork servers are pooled per module and env).  Raises :class:`SandboxIsolationError`
+    when the child could not be confined (no job ran).
     """
     limits = limits or SandboxLimits()
     mode = mode or default_mode()
-    server = _acquire_fork_server(module) if mode == "fork" else None
+    server = _acquire_fork_server(module, env) if mode == "fork" else None
     try:
-        return _run(module, payload, limits, server, mode, extra_files)
+        return _run(module, payload, limits, server, mode, extra_files, env)
     except BaseException:
         if server is not None:            # interrupted mid-job: its protocol state is unknown, drop it
-            _discard_fork_server(module, server)
+            _discard_fork_server(_pool_key(module, env), server)
         raise
     finally:
         if server is not None:
@@ -383,10 +390,10 @@ def run_sandboxed(module: str, payload: dict[str, Any], limits: SandboxLimits | 
 
 
 def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: ForkServer | None,
-         mode: str, extra_files: tuple[str, ...] = ()) -> SandboxOutcome:
+         mode: str, extra_files: tuple[str, ...] = (), env: dict[str, str] | None = None) -> SandboxOutcome:
     isolation = []
     if server is None and mode == "fork":
-        why = _SERVER_FAILURES.get(module, f"all {MAX_SERVERS_PER_MODULE} servers busy")
+        why = _SERVER_FAILURES.get(_pool_key(module, env), f"all {MAX_SERVERS_PER_MODULE} servers busy")
         isolation.append(f"fork server unavailable ({why}); spawned")
     _sweep_once()
     base = tempfile.mkdtemp(prefix=f"kf-sandbox-{os.getpid()}-")
@@ -431,7 +438,7 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
                 spec_path = os.path.join(workdir, "spec.json")
                 with open(spec_path, "w") as f:
                     json.dump(spec, f)
-                child = _spawn(spec_path, output_fd, sandbox_env())
+                child = _spawn(spec_path, output_fd, {**sandbox_env(), **(env or {})})
             else:
                 mode = "fork"
             try:
