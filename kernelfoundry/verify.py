@@ -28,7 +28,9 @@ gates, in order (the first failure stops the run):
   correctness  every check shape x value profile; fresh NaN-poisoned outputs; bounds; determinism
   trace        sampled programs at the target shapes in the instrumented interpreter
   model        the performance model scores each hardware and picks the best parameters
-  sandbox      the sandboxed process was killed or crashed at an unknown stage
+  compile      the best configs compiled for each GPU of the run (Triton's compiler, ahead of time, on
+               the CPU): registers, spills, shared memory; what does not compile is excluded
+  sandbox      the sandboxed process was killed or crashed at an unknown stage, or returned a malformed report
 
 examples:
   python -m kernelfoundry.verify experiments/tasks/softmax.yaml experiments/tasks/kernels/softmax_naive.py
@@ -56,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-kernel-configs", type=int, default=8, metavar="N",
                    help="kernel configs (non-hint PARAMS combinations) checked and traced (default 8)")
     p.add_argument("--traces", action="store_true", help="with --json, include the raw traces")
+    p.add_argument("--no-compile", action="store_true",
+                   help="skip the compile gate (the model keeps its register/shared-memory estimates)")
+    p.add_argument("--asm", metavar="DIR",
+                   help="write the PTX and SASS (NVIDIA) or AMDGCN (AMD) of each GPU's best config into DIR/<hardware>/")
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     return p
 
@@ -116,6 +122,21 @@ def read_kernel(path: str) -> str:
         raise UserError(f"kernel file {p} cannot be read as UTF-8 text: {exc}.") from None
 
 
+def write_asm_files(result: VerifyResult, directory: str) -> None:
+    """``--asm DIR``: the best configs' assembly, or a note on stderr when nothing compiled."""
+    from .evaluate.compile_gate import write_best_asm
+    gate = next((g for g in result.gates if g.name == "compile"), None)
+    if gate is None or not gate.passed:
+        print(f"note: no assembly written to {directory}: the kernel did not reach or pass the compile gate.",
+              file=sys.stderr)
+        return
+    try:
+        files = write_best_asm(gate.details, directory)
+    except OSError as exc:
+        raise UserError(f"cannot write assembly into {directory}: {exc}.") from None
+    print(f"assembly: {len(files)} file(s) in {directory}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from .evaluate.pipeline import default_limits, verify
     from .task import load_task
@@ -131,8 +152,12 @@ def run(args: argparse.Namespace) -> int:
         if not hardware:
             raise UserError("--hardware is empty; give names such as h100,ascend910b2.")
     seed = verify_seed(source) if args.seed is None else args.seed
+    if args.asm and args.no_compile:
+        raise UserError("--asm needs the compile gate; drop --no-compile.")
     result = verify(task, source, hardware, seed=seed, limits=default_limits(task, args.timeout),
-                    max_kernel_configs=args.max_kernel_configs)
+                    max_kernel_configs=args.max_kernel_configs, compile=not args.no_compile)
+    if args.asm:
+        write_asm_files(result, args.asm)
     if args.json:
         print(json.dumps(to_json(result, task_name=task.name, kernel=args.kernel, with_traces=args.traces)))
     else:

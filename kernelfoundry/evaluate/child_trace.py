@@ -11,8 +11,8 @@ pass then runs the first programs in launch order and records, per program, the
 first sector each load site touches per input tensor, stopping a program once
 every site the sampled programs used has been seen.  Counting, weighting,
 footprints, coverage and scoring all happen in the judge (:mod:`trace_judge`).
-Each launch also records what the compile gate needs: argument kinds, dtypes,
-divisibility by 16, constexpr values and launch options.
+Each launch also records what the compile gate needs, from Triton's own argument
+binder: argument kinds, dtypes, divisibility by 16, constexpr values, launch options.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 import time
 import warnings
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ from .loader import CandidateTimeout, describe_exception, time_limit
 from .tiled import release_all
 from .trace_counts import sample_programs
 from .trace_counts import SECTOR_BYTES
-from .trace_hooks import LaunchContext, Session, active, dtype_name
+from .trace_hooks import LaunchContext, Session, active
 from .trace_loops import CONTROL, LoopLimit
 
 #: The wave pass covers the first this-many programs in launch order.
@@ -89,32 +90,30 @@ def wave_targets(per_program: list[dict[tuple[int, int], int]]) -> set[tuple[int
     return targets
 
 
-def _signature_arg(name: str, value: Any, constexpr: bool) -> dict[str, Any]:
-    if constexpr:
-        if hasattr(value, "value"):
-            value = value.value
-        return {"name": name, "kind": "constexpr", "value": value if isinstance(value, (bool, int, float, str))
-                or value is None else str(value)}
-    if isinstance(value, torch.Tensor):
-        offset = value.storage_offset() * value.element_size()
-        return {"name": name, "kind": "pointer", "dtype": dtype_name(value.dtype), "div16": offset % 16 == 0}
-    if isinstance(value, bool):
-        return {"name": name, "kind": "int", "dtype": "i1", "div16": False, "equals_one": value is True}
-    if isinstance(value, int):
-        dtype = "i32" if -2 ** 31 <= value < 2 ** 31 else "i64"
-        return {"name": name, "kind": "int", "dtype": dtype, "div16": value % 16 == 0, "equals_one": value == 1}
-    if isinstance(value, float):
-        return {"name": name, "kind": "float", "dtype": "fp32"}
-    if value is None:
-        return {"name": name, "kind": "constexpr", "value": None}
-    return {"name": name, "kind": "other", "type": type(value).__name__}
+@contextmanager
+def recording_signatures(guard: DispatchGuard, sink: list[dict[str, Any]]):
+    """Record each kernel launch's compile signature (Triton's own binder: divisibility by 16, ints
+    equal to 1, constexprs, launch options) while the launches run as usual."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from ..compiler.capture import signature_of_launch
+    from ..compiler.signature import SignatureError
+    original = InterpretedFunction.run
 
+    def run(kernel, *args, grid, warmup, **kwargs):
+        if not warmup:
+            with guard.paused():
+                try:
+                    sink.append(signature_of_launch(kernel, args, kwargs).to_dict())
+                except (SignatureError, TypeError, ValueError) as exc:
+                    sink.append({"kernel": getattr(getattr(kernel, "fn", None), "__name__", "?"),
+                                 "unsupported": str(exc)[:300]})
+        return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
 
-def launch_signature(ctx: LaunchContext) -> dict[str, Any]:
-    """What the compile gate needs to compile this launch ahead of time."""
-    return {"kernel": ctx.kernel,
-            "args": [_signature_arg(n, v, n in ctx.constexprs) for n, v in ctx.call_args.items()],
-            **{k: v for k, v in ctx.options.items() if isinstance(v, int)}}
+    InterpretedFunction.run = run
+    try:
+        yield
+    finally:
+        InterpretedFunction.run = original
 
 
 class TraceSession(Session):
@@ -154,13 +153,11 @@ class TraceSession(Session):
         self._wave_targets = wave_targets([p.pop("_firsts") for p in programs])
         wave = self._wave(ctx) if self._wave_targets else {"programs": 0, "anchors": self.blob.put(
             np.zeros((0, 4), dtype=np.int64))}
-        with self.paused():
-            tensors = [{"name": t.name, "dtype": t.dtype, "elem_bytes": t.elem_bytes, "storage_bytes": t.storage_bytes,
-                        "numel": t.numel, "start": t.start, "data_offset": t.data_ptr - t.start}
-                       for t in ctx.tensors.tensors]
-            signature = launch_signature(ctx)
+        tensors = [{"name": t.name, "dtype": t.dtype, "elem_bytes": t.elem_bytes, "storage_bytes": t.storage_bytes,
+                    "numel": t.numel, "start": t.start, "data_offset": t.data_ptr - t.start}
+                   for t in ctx.tensors.tensors]
         self.launches.append({"kernel": ctx.kernel, "grid": list(ctx.grid), "num_programs": ctx.num_programs,
-                              "tensors": tensors, "programs": programs, "wave": wave, "signature": signature})
+                              "tensors": tensors, "programs": programs, "wave": wave})
 
     def _finish_program(self, ev: ProgramEvents) -> dict[str, Any]:
         accesses = np.array(ev.accesses, dtype=np.int64).reshape(-1, 6)
@@ -259,12 +256,16 @@ def trace_config(launch, task: Task, shape_index: int, config: dict[str, Any], h
     session = TraceSession(trace_programs, rng, guard=guard, candidate_file=candidate_file, blob=blob)
     CONTROL.sampling, CONTROL.seed = True, f"{seed}:{shape_index}:{config_key(config)}"
     inputs, mappings = trace_inputs(task, env, seed)
+    signatures: list[dict[str, Any]] = []
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            with active(session), time_limit(timeout, "tracing"), guard:
+            with active(session), time_limit(timeout, "tracing"), recording_signatures(guard, signatures), guard:
                 outputs = launch(*inputs, **config, **hints)
         _roles(session.launches, inputs, outputs)
+        for record, signature in zip(session.launches, signatures):
+            if signature.get("kernel") == record["kernel"]:
+                record["signature"] = signature
         del outputs
     except CandidateTimeout as exc:
         raise TraceFailure(f"{exc}; even with sampled programs and loops the kernel runs too long "

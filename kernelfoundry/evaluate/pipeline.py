@@ -67,13 +67,17 @@ def check_hardware(names: list[str]) -> None:
 
 def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: int = 0,
            limits: SandboxLimits | None = None, max_kernel_configs: int = 8, trace_programs: int = 4,
-           tune: bool = True, mode: str | None = None) -> VerifyResult:
+           tune: bool = True, mode: str | None = None, compile: bool = True, compile_top_k: int = 4,
+           compile_cache: Any = None) -> VerifyResult:
     """Run every gate on *source* for *task*; see the module docstring.
 
     *hardware* defaults to the task's list.  *limits* defaults to
     :func:`default_limits`.  ``tune=False`` checks, traces and scores only the
     default config (the first value of every PARAMS entry; an ablation).
-    *mode* picks the sandbox mode ("fork"/"spawn").
+    *mode* picks the sandbox mode ("fork"/"spawn").  ``compile=False`` skips the
+    compile gate (the model keeps its estimates everywhere); *compile_top_k* configs
+    per hardware are compiled, cached in *compile_cache* (a directory or None for
+    the default location, see docs/compiler.md).
     """
     start = time.perf_counter()
     hardware = list(hardware or task.hardware)
@@ -145,7 +149,9 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
     if not gate.passed:
         return stop(traces)
     return score_and_describe(task, traces, space, hardware, gates, seed=seed,
-                              seconds_so_far=time.perf_counter() - start)
+                              seconds_so_far=time.perf_counter() - start,
+                              compile_with={"source": source, "top_k": compile_top_k, "cache": compile_cache}
+                              if compile else None)
 
 
 def read_job(outcome: SandboxOutcome, kind: str) -> tuple[list[GateResult], dict[str, Any] | None]:
@@ -225,19 +231,22 @@ def sandbox_failure(outcome: SandboxOutcome) -> GateResult:
 
 def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, list[Any]],
                        hardware: list[str], gates: list[GateResult], *, seed: int,
-                       seconds_so_far: float) -> VerifyResult:
-    """The model gate (one call to the performance model, plausibility checks), then the descriptors."""
+                       seconds_so_far: float, compile_with: dict[str, Any] | None = None) -> VerifyResult:
+    """The model gate (the performance model and the plausibility checks), the compile gate (the model's
+    best configs compiled for each GPU; what does not compile is excluded and the model picks again),
+    then the descriptors."""
     start = time.perf_counter()
 
     def done(**kw) -> VerifyResult:
         seconds = round(seconds_so_far + time.perf_counter() - start, 3)
         return VerifyResult(gates=gates, param_space=space, traces=traces, seconds=seconds, **kw)
 
-    def fail(reason: str) -> VerifyResult:
-        gates.append(GateResult(name="model", passed=False, seconds=time.perf_counter() - start, reason=reason))
-        return done(passed=False, gate="model", reason=reason)
+    def fail(reason: str, gate: str = "model") -> VerifyResult:
+        if gate == "model":
+            gates.append(GateResult(name="model", passed=False, seconds=time.perf_counter() - start, reason=reason))
+        return done(passed=False, gate=gate, reason=reason)
 
-    from .plausibility import implausible_traces
+    from .plausibility import implausible_scores, implausible_traces
     why = implausible_traces(task, traces)
     if why:
         return fail(why)
@@ -247,23 +256,30 @@ def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, l
         return fail(f"the performance model is not available ({exc}).")
     try:
         score = score_candidate(task, traces, space, hardware, seed=seed)
-        objective = float(score.objective)
-        if not math.isfinite(objective):
-            raise ValueError(f"objective is {objective}")
+        if not math.isfinite(float(score.objective)):
+            raise ValueError(f"objective is {score.objective}")
     except Exception as exc:  # noqa: BLE001 - the model failing on a trace fails this candidate only
         return fail(f"the performance model could not score this kernel: {type(exc).__name__}: {exc}")
-    from .plausibility import implausible_scores
     why = implausible_scores(score.hardware)
     if why:
         return fail(why)
+    model = GateResult(name="model", passed=True, seconds=time.perf_counter() - start)
+    gates.append(model)
+    if compile_with is not None:
+        from .compile_gate import compile_gate
+        gate, score, _ = compile_gate(compile_with["source"], task, traces, space, hardware, score, seed=seed,
+                                      top_k=compile_with["top_k"], cache=compile_with["cache"])
+        gates.append(gate)
+        if not gate.passed:
+            return fail(gate.reason, gate="compile")
+    model.reason, model.details = str(score.feedback), {"best_configs": list(score.best_configs)}
     try:
         descriptors = describe(traces, score.hardware.get(hardware[0]))
     except Exception as exc:  # noqa: BLE001 - a trace the descriptors cannot read fails this candidate only
-        return fail(f"the archive descriptors could not be computed: {type(exc).__name__}: {exc}")
-    gates.append(GateResult(name="model", passed=True, reason=str(score.feedback),
-                            seconds=time.perf_counter() - start,
-                            details={"best_configs": list(score.best_configs)}))
-    return done(passed=True, gate=None, reason="", descriptors=descriptors, objective=objective,
+        model.passed, model.reason = False, (f"the archive descriptors could not be computed: "
+                                             f"{type(exc).__name__}: {exc}")
+        return done(passed=False, gate="model", reason=model.reason)
+    return done(passed=True, gate=None, reason="", descriptors=descriptors, objective=float(score.objective),
                 hardware=dict(score.hardware))
 
 

@@ -130,6 +130,7 @@ class HardwareScore:
     best_params: dict[str, Any]      # one config that is best across all target shapes
     per_shape: list[dict[str, Any]] = field(default_factory=list)
     # per_shape[i] = {"shape": {...}, "latency_s", "sol_s", "baseline_s", "best_params", "bound", "breakdown"}
+    compiled: str = ""               # what the compiler said of best_params here (compile gate), or ""
 
     to_dict = asdict
     from_dict = classmethod(_from_dict)

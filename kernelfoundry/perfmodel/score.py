@@ -40,6 +40,7 @@ class ScoreResult:
     table: list[dict[str, Any]] = field(default_factory=list)   # best config per (hardware, shape)
     configs_evaluated: int = 0
     sampled: bool = False
+    ranked: dict[str, list[dict[str, Any]]] = field(default_factory=dict)   # per hardware, best first (top 16)
 
     def to_dict(self) -> dict[str, Any]:
         return {"objective": self.objective, "hardware": {k: v.to_dict() for k, v in self.hardware.items()},
@@ -57,9 +58,17 @@ def _geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
+RANKED = 16
+
+
 def score_candidate(task: Task, traces: list[ConfigTrace], param_space: dict, hardware: list[str], *,
-                    seed: int = 0, max_configs: int = 4096) -> ScoreResult:
-    """Tune and score a candidate from its traces; see the module docstring."""
+                    seed: int = 0, max_configs: int = 4096,
+                    exclude: dict[str, set[str]] | None = None) -> ScoreResult:
+    """Tune and score a candidate from its traces; see the module docstring.
+
+    *exclude* maps a hardware name to config keys (``config_key``) that cannot run there (they
+    did not compile for it): they are never picked for that hardware.
+    """
     specs = resolve_hardware(list(hardware))
     names = [s.name for s in specs]
     if not traces:
@@ -74,11 +83,20 @@ def score_candidate(task: Task, traces: list[ConfigTrace], param_space: dict, ha
 
     scores: dict[str, HardwareScore] = {}
     table, lines, speedups, best_all = [], [], [], []
+    ranked: dict[str, list[dict[str, Any]]] = {}
+    keys = [config_key(c) for c in plan.configs]
     for h, spec in enumerate(specs):
+        banned = (exclude or {}).get(spec.name)
+        if banned:
+            mask = np.array([k in banned for k in keys])
+            for i in shape_ids:
+                sweeps[i].latency[h, mask] = np.inf
         lat = np.stack([sweeps[i].latency[h] for i in shape_ids])          # [S, C]
         with np.errstate(divide="ignore"):
             across = np.exp(np.mean(np.log(lat), axis=0))
         best_c = int(np.argmin(across)) if np.isfinite(across).any() else None
+        order = [int(c) for c in np.argsort(across, kind="stable")[:RANKED] if np.isfinite(across[c])]
+        ranked[spec.name] = [dict(plan.configs[c]) for c in order]
         per_shape, hw_lines = [], []
         for s_pos, i in enumerate(shape_ids):
             out = sweeps[i]
@@ -121,4 +139,4 @@ def score_candidate(task: Task, traces: list[ConfigTrace], param_space: dict, ha
                + (" (seeded sample)" if plan.sampled else "") + ".")
     return ScoreResult(objective=objective, hardware=scores, best_configs=list(distinct.values()),
                        feedback="\n".join([summary] + lines), table=table, configs_evaluated=len(plan),
-                       sampled=plan.sampled)
+                       sampled=plan.sampled, ranked=ranked)
