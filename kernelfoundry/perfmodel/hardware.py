@@ -74,6 +74,7 @@ _NUMBERS: dict[str, tuple[type, tuple[str, ...], float, float]] = {
     "vector_cores": (int, ("npu",), 1, 100000),
 }
 _STRINGS = ("name", "description", "kind", "vendor")
+_OPTIONAL_STRINGS = ("triton_target",)     # e.g. "cuda:90:32", "hip:gfx942:64": the compiler's GPUTarget
 _OTHER = ("matrix_tflops", "vector_tflops", "matrix_granule", "library_efficiency", "npu", "calibration")
 
 
@@ -119,6 +120,7 @@ class HardwareSpec:
     smem_stage_offset: int = 0          # pipeline stages prefetched into registers, not shared memory
     npu: dict[str, int] = field(default_factory=dict)
     calibration: dict[str, Any] = field(default_factory=dict)
+    triton_target: str = ""             # compiler target, "backend:arch:warp_size" ("" when unknown)
     path: str = ""
 
     @property
@@ -215,7 +217,7 @@ def spec_from_dict(data: Any, *, source: Path | str | None = None) -> HardwareSp
 
     if not isinstance(data, dict):
         raise HardwareError(f"{where} must be a YAML mapping of field -> value; got {type(data).__name__}.")
-    known = set(_STRINGS) | set(_NUMBERS) | set(_OTHER)
+    known = set(_STRINGS) | set(_OPTIONAL_STRINGS) | set(_NUMBERS) | set(_OTHER)
     unknown = sorted(set(data) - known)
     if unknown:
         raise HardwareError(f"{where}: unknown field(s) {', '.join(map(repr, unknown))}; "
@@ -228,6 +230,11 @@ def spec_from_dict(data: Any, *, source: Path | str | None = None) -> HardwareSp
         raise fail("kind", f"must be one of {', '.join(KINDS)}; got {kind!r}.")
 
     values: dict[str, Any] = {name: data[name] for name in _STRINGS}
+    for name in _OPTIONAL_STRINGS:
+        if name in data:
+            if not isinstance(data[name], str) or not data[name].strip():
+                raise fail(name, f"must be a non-empty string; got {data[name]!r}.")
+            values[name] = data[name]
     for name, (typ, kinds, lo, hi) in _NUMBERS.items():
         if name not in data:
             if kind in kinds:
