@@ -86,8 +86,14 @@ class Dataset:
 
 
 def is_dataset_file(path: Path) -> bool:
-    """A YAML file that is not a thresholds file (cheap check by name)."""
-    return path.is_file() and path.suffix in (".yaml", ".yml") and not path.name.endswith(".thresholds.yaml")
+    """A YAML file with a top-level ``dataset:`` key (task, thresholds and other files are not)."""
+    if not (path.is_file() and path.suffix in (".yaml", ".yml")) or path.name.endswith(".thresholds.yaml"):
+        return False
+    try:
+        with path.open(errors="replace") as fh:
+            return any(line.startswith("dataset:") for line in fh)
+    except OSError:
+        return False
 
 
 def load_dataset(path: str | Path) -> Dataset:

@@ -8,12 +8,14 @@ import numpy as np
 
 from ..candidate import HINT_PARAMS
 from ..evaluate.records import ConfigTrace
+from ..perfmodel.alignment import unaligned_bytes
 from ..perfmodel.baseline import eager_estimate, profile_function
 from ..perfmodel.eager import TIMINGS
 from ..perfmodel.features import launch_features
 from ..perfmodel.hardware import load_hardware
 from ..perfmodel.model import BOUNDS, HardwareArrays, evaluate, sum_launches
 from ..perfmodel.tuning import HINT_DEFAULTS
+from ..task import load_task
 from .dataset import Dataset, FidelityError, Row
 from .traces import get_traces
 
@@ -53,11 +55,13 @@ def predict_dataset(dataset: Dataset, hardware: str | None = None, *, refresh_tr
         if key not in cache:
             cache[key] = get_traces(dataset.path.parent, row.task, row.kernel, dataset.hardware,
                                     refresh=refresh_traces, write=write_traces)[0]
-        out.append(_kernel_prediction(row, cache[key], hw))
+        task = load_task(row.task, check_files=False)
+        out.append(_kernel_prediction(row, cache[key], hw, unaligned_bytes(task, row.shape)))
     return out
 
 
-def _kernel_prediction(row: Row, traces: list[ConfigTrace], hw: HardwareArrays) -> Prediction:
+def _kernel_prediction(row: Row, traces: list[ConfigTrace], hw: HardwareArrays,
+                       unaligned: frozenset[int]) -> Prediction:
     params = {k: v for k, v in row.config.items() if k not in HINT_PARAMS}
     match = [t for t in traces if t.shape == row.shape and all(t.config.get(k) == v for k, v in params.items())]
     if not match:
@@ -67,7 +71,7 @@ def _kernel_prediction(row: Row, traces: list[ConfigTrace], hw: HardwareArrays) 
     n = len(launches)
     warps = np.full(n, float(row.config.get("num_warps", HINT_DEFAULTS["num_warps"])))
     stages = np.full(n, float(row.config.get("num_stages", HINT_DEFAULTS["num_stages"])))
-    out = sum_launches(evaluate(launch_features(launches), np.arange(n), warps, stages, hw), np.array([0]))
+    out = sum_launches(evaluate(launch_features(launches, unaligned), np.arange(n), warps, stages, hw), np.array([0]))
     latency = float(out.latency[0, 0])
     if not np.isfinite(latency):
         raise FidelityError(f"row {row.id}: the model finds config {row.config} invalid on {hw.names[0]}.")

@@ -33,13 +33,18 @@ from .record import AtenCall
 #: convs with >= 16 input channels (L1-55, 56, 62, 63, 67, 76, 80: 45-199 TFLOP/s of 495 TF32).
 CONV_TC = (0.55, 250.0, 40.0)
 #: Backward-data (transposed) convs on the tensor cores: fitted on L1-57, 64, 65, 69, 71, 74, 78, 79, 81.
-CONV_T_TC = (0.32, 250.0, 40.0)
+CONV_T_TC = (0.40, 330.0, 27.0)
 #: Convs on the CUDA cores: E, K_half of the fp32 FMA peak.  Fitted on the 3-input-channel
 #: convs (L1-50, 54, 59, 60, 66) and the 3-D transposed ones (L1-61, 70, 72, 73, 77).
-CONV_FFMA = (0.36, 30.0)
-#: Lane instructions per tap of a window kernel (pooling, depthwise conv).  Fitted on the H100
-#: set's pools (L1-41..46) and depthwise convs (L1-82..85): 0.6-1.2 taps per ns per GPU.
+CONV_FFMA = (0.29, 17.0)
+#: Lane instructions per tap of a window kernel (pooling, depthwise conv with a specialised
+#: kernel size).  Fitted on the H100 set's pools (L1-41..46) and 3x3 depthwise convs (L1-82, 84).
 WINDOW_LANES_PER_TAP = 40.0
+#: ATen's depthwise kernel is templated on the kernel size for 1x1, 3x3 and 5x5
+#: (``conv_depthwise2d_forward_kernel<KW>``); other sizes run the generic kernel with runtime
+#: loop bounds: (lanes per output, lanes per tap).  Fitted on L1-83 (3x1) and L1-85 (3x7).
+DW_GENERIC_LANES = (300.0, 12.0)
+DW_SPECIALISED = ((1, 1), (3, 3), (5, 5))
 
 POOLS = frozenset({"max_pool2d_with_indices", "max_pool3d_with_indices", "avg_pool2d", "avg_pool3d",
                    "max_pool1d_with_indices", "avg_pool1d", "max_pool2d", "max_pool3d"})
@@ -54,12 +59,14 @@ def _ints(v, n: int, default: int) -> list[int]:
     return v * n if len(v) == 1 else v
 
 
-def _window(call: AtenCall, spec: HardwareSpec, what: str, taps: int) -> EagerKernel:
+def _window(call: AtenCall, spec: HardwareSpec, what: str, taps: int,
+            lanes: tuple[float, float] | None = None) -> EagerKernel:
     out = call.outputs[0]
     reads = sum(t.nbytes for t in call.inputs)
     writes = sum(t.nbytes for t in call.outputs)
+    per_output, per_tap = lanes or (0.0, WINDOW_LANES_PER_TAP)
     return EagerKernel(f"{what}: a thread per output, {taps} taps", read_bytes=reads, write_bytes=writes,
-                       flops=out.numel * taps * WINDOW_LANES_PER_TAP, rate="lanes")
+                       flops=out.numel * (per_output + taps * per_tap), rate="lanes")
 
 
 def pooling(call: AtenCall, spec: HardwareSpec) -> list[EagerKernel]:
@@ -80,7 +87,9 @@ def convolution(call: AtenCall, spec: HardwareSpec) -> list[EagerKernel]:
     cin, cout = x.shape[1], out.shape[1]
     kvol = math.prod(w.shape[2:])
     if not transposed and groups > 1 and groups == cin and cout % cin == 0:
-        return [_window(call, spec, f"depthwise conv{d}d (ATen)", kvol)]
+        generic = d == 2 and tuple(w.shape[2:]) not in DW_SPECIALISED
+        return [_window(call, spec, f"depthwise conv{d}d (ATen{', generic kernel' if generic else ''})", kvol,
+                        DW_GENERIC_LANES if generic else None)]
     k_dim = (cin // groups) * kvol
     n_dim = cout // groups
     flops = call.flops or 2.0 * out.numel * k_dim
