@@ -154,7 +154,7 @@ def evaluate(feat: LaunchFeatures, rows: np.ndarray, warps: np.ndarray, stages: 
                  l1_free=l1_free, l2_capacity=hw.l2_cap)
     # A dot kernel stores its output tile after its K loop: that store does not overlap the math
     # (KernelBench L1-7/L1-9, GEMMs with K = 64 / 32: compute + C store at the copy bandwidth).
-    serial_write = np.where(has_dot & (raw_trips > 1), tr.dram_write, 0.0)
+    serial_write = np.where(has_dot, tr.dram_write, 0.0)
     t_epilogue = serial_write / hw.dram_bw * vec_penalty
     t_dram = (tr.dram_read + tr.dram_write - serial_write) / hw.dram_bw * vec_penalty
     l2_slices = tr.l2_bytes + tr.dram_read + tr.dram_write           # hits, and the fills / write-backs of misses

@@ -66,6 +66,14 @@ def _l2_usable(spec: HardwareSpec) -> float:
     return spec.l2_bytes * spec.l2_usable_fraction
 
 
+def _reread_hit(spec: HardwareSpec, rows: int, threads: int, row_bytes: float) -> float:
+    """1 when the rows being processed at once fit in L2, else 0: blocks sweep their rows in step, so
+    with LRU replacement a working set larger than the cache evicts each row before its re-read
+    (the A100 PCIe log-softmax of 128 KB rows, 216 at once, re-reads from DRAM: liger_a100_eager)."""
+    concurrent = min(rows, (spec.vector_cores or spec.cores) * resident_blocks(spec, threads))
+    return 1.0 if concurrent * row_bytes <= _l2_usable(spec) else 0.0
+
+
 def softmax(call: AtenCall, spec: HardwareSpec) -> list[EagerKernel]:
     """``_softmax`` / ``_log_softmax`` / ``_safe_softmax``: the path ``host_softmax`` picks."""
     x = call.inputs[0]
@@ -87,8 +95,7 @@ def softmax(call: AtenCall, spec: HardwareSpec) -> list[EagerKernel]:
         return [EagerKernel(f"{call.name}: block per row, row in shared memory", read_bytes=x.nbytes,
                             write_bytes=out, blocks=rows, threads=threads,
                             rounds=math.ceil(size / (threads * ilp)) + SOFTMAX_REG_ROUNDS - 1)]
-    concurrent = min(rows, (spec.vector_cores or spec.cores) * resident_blocks(spec, threads))
-    hit = min(1.0, _l2_usable(spec) / max(concurrent * row_bytes, 1.0))
+    hit = _reread_hit(spec, rows, threads, row_bytes)
     reads = x.nbytes * (1.0 + 2.0 * (1.0 - hit))
     how = "spatial (outer dim)" if inner > 1 else "block per row"
     return [EagerKernel(f"{call.name}: {how}, 3 reads ({hit:.0%} of the re-reads from L2)", read_bytes=reads,
@@ -104,8 +111,7 @@ def layer_norm(call: AtenCall, spec: HardwareSpec) -> list[EagerKernel]:
     rows = max(x.numel // max(n, 1), 1)
     params = [t for t in call.inputs[1:] if t.numel == n]
     param_bytes = sum(t.nbytes for t in params)
-    concurrent = min(rows, (spec.vector_cores or spec.cores) * resident_blocks(spec, LN_THREADS))
-    hit = min(1.0, _l2_usable(spec) / max(concurrent * n * x.elem_bytes, 1.0))
+    hit = _reread_hit(spec, rows, LN_THREADS, n * x.elem_bytes)
     param_hit = 1.0 if param_bytes <= _l2_usable(spec) else 0.0
     reads = x.nbytes * (2.0 - hit) + param_bytes * (1.0 + (rows - 1) * (1.0 - param_hit))
     writes = sum(t.nbytes for t in call.outputs)
