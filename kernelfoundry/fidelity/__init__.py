@@ -5,9 +5,9 @@
 :func:`op_kind` classifies a task by its reference's ops.
 """
 
-from .bands import ErrorBand, error_band
+from .bands import ErrorBand, band_note, error_band, model_error_summary
 from .dataset import Dataset, FidelityError, Row, load_dataset, load_thresholds
 from .opkind import KINDS, classify, op_kind
 
-__all__ = ["ErrorBand", "error_band", "Dataset", "Row", "FidelityError", "load_dataset", "load_thresholds",
+__all__ = ["ErrorBand", "error_band", "band_note", "model_error_summary", "Dataset", "Row", "FidelityError", "load_dataset", "load_thresholds",
            "KINDS", "classify", "op_kind"]
