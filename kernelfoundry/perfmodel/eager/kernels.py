@@ -72,7 +72,12 @@ def compute_rate(spec: HardwareSpec, rate: str) -> float:
     if rate == "lanes":
         return spec.vector_peak("fp32") / 2.0
     if rate.startswith("tc:"):
-        return spec.matrix_peak(rate[3:]) or spec.vector_peak("fp32")
+        peak = spec.matrix_peak(rate[3:])
+        if not peak and rate == "tc:fp32":
+            # a matrix unit without an fp32 / TF32 rate (Ascend's cube) runs fp32 convolutions in a
+            # reduced-precision mode (torch_npu's HF32 default) at about half its fp16 rate (approx)
+            peak = spec.matrix_peak("fp16") / 2.0
+        return peak or spec.vector_peak("fp32")
     return spec.vector_peak(rate)
 
 
@@ -81,7 +86,7 @@ def kernel_terms(k: EagerKernel, spec: HardwareSpec) -> dict[str, float]:
     memory = k.bytes / (copy_bandwidth(spec) * max(k.mem_eff, 1e-6))
     compute = k.flops / (compute_rate(spec, k.rate) * max(k.compute_eff, 1e-6)) if k.flops else 0.0
     latency = 0.0
-    if k.blocks and k.rounds:
+    if k.blocks and k.rounds and not spec.is_npu:    # CUDA launch shapes: NPU operator libraries differ
         slots = (spec.vector_cores or spec.cores) * resident_blocks(spec, k.threads)
         waves = math.ceil(k.blocks / slots)
         latency = waves * k.rounds * ROUND_TRIP_DRAM_LATENCIES * spec.dram_latency_ns * 1e-9

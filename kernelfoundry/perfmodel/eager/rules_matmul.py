@@ -3,9 +3,9 @@
 GEMM: ATen calls cuBLAS for ``mm``, ``addmm``, ``bmm``, ``baddbmm``, ``addmv``, ``mv`` (``Blas.cpp``).
 fp32 GEMMs run in full fp32 on the CUDA cores unless TF32 is enabled
 (``torch.backends.cuda.matmul.allow_tf32`` defaults to False); fp16/bf16 on the tensor cores.
-The modelled cuBLAS kernel reaches ``library_efficiency.gemm`` of the peak on a full wave of
-128 x 128 output tiles; a grid of fewer tiles than cores is split along K (cuBLAS split-K)
-when K is long enough.  Leading dimensions that are not multiples of 16 bytes rule out the
+The modelled cuBLAS kernel reaches ``library_efficiency.gemm`` of the peak on full waves of
+output tiles (128 x 128, smaller for small outputs); a grid of fewer tiles than cores is split
+along K (cuBLAS split-K) when K is long enough.  Leading dimensions that are not multiples of 16 bytes rule out the
 vectorised kernels (NVIDIA, "Matrix Multiplication Background User's Guide", DU-09799:
 alignment of 16 bytes): ``UNALIGNED_GEMM_EFF``.  The epilogue stores C after the K loop.
 
@@ -27,8 +27,10 @@ from .record import AtenCall, TensorMeta
 #: GEMMs whose leading dimensions are not 16-byte multiples (approx: KernelBench L1-8, an
 #: [8205, 2949] x [2949, 5921] fp32 GEMM, runs at 0.86 of the aligned GEMMs' rate on the H100).
 UNALIGNED_GEMM_EFF = 0.86
-#: cuBLAS output tile (the common 128 x 128 CTA tile of its SIMT and tensor-core kernels).
-TILE = 128
+#: cuBLAS output tiles, largest first: the common 128 x 128 CTA tile of its SIMT and tensor-core
+#: kernels, and the smaller ones its heuristic takes when a grid of large tiles would leave
+#: SMs idle (approx: cuBLAS's choice is not published).
+TILES = (128, 64, 32)
 #: Smallest K chunk per split of a split-K GEMM.
 SPLIT_K_MIN = 256
 #: Keys per block of the memory-efficient attention kernel for head dims above 128.
@@ -72,7 +74,10 @@ def gemm(call: AtenCall, spec: HardwareSpec) -> list[EagerKernel]:
     dtype = dtype_class(x.dtype) if x else "fp32"
     batch, m, n, k = _mnk(call)
     cores = spec.cores
-    tiles = batch * math.ceil(m / TILE) * math.ceil(n / TILE)
+    for tile in TILES:                     # cuBLAS's heuristic picks smaller tiles for small outputs
+        tiles = batch * math.ceil(m / tile) * math.ceil(n / tile)
+        if tiles >= cores:
+            break
     if tiles < cores:
         splits = max(1, min(math.ceil(cores / tiles), k // SPLIT_K_MIN))
         util = min(1.0, tiles * splits / cores)
