@@ -30,7 +30,7 @@ FREE_OPS = frozenset({
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "lift_fresh", "detach", "alias",
     "_to_copy_meta", "resize_", "set_", "_local_scalar_dense", "_unsafe_view", "_reshape_alias", "view",
     "reshape", "as_strided", "expand", "unsqueeze", "squeeze", "permute", "transpose", "t", "select", "slice",
-    "narrow", "split", "split_with_sizes", "unbind", "chunk", "diagonal", "view_as", "expand_as", "_unsafe_view",
+    "narrow", "split", "split_with_sizes", "unbind", "chunk", "diagonal", "view_as", "expand_as",
 })
 
 

@@ -9,10 +9,12 @@ N = output channels per group, K = input channels per group x kernel taps; short
 leave the tensor cores underfed, which the efficiency curve ``E K/(K + K_half) N/(N + N_half)``
 describes (``cudnn.benchmark`` is False by default: cuDNN's heuristic picks the algorithm).
 
-Transposed convs run as cuDNN's backward-data kernels: 3-D and grouped ones on the CUDA cores.
-cuDNN decomposes a strided backward-data conv into sub-convolutions over the useful taps,
-except for grouped convs and 1-D/2-D convs that are also dilated, which run on the
-zero-inserted (dense) output.
+Transposed convs run as cuDNN's backward-data kernels.  cuDNN's algorithm choice is not
+published; what the KernelBench H100 measurements fit (and the rule assumes): 3-D and grouped
+ones run on the CUDA cores; a strided one costs its useful taps (the stride decomposed into
+sub-convolutions), except grouped ones and dilated 1-D/2-D ones, which cost the dense
+zero-inserted convolution over the output.  The constants below are fitted by
+``python -m kernelfoundry.fidelity.calibrate experiments/fidelity/kernelbench_h100.yaml``.
 
 Depthwise convs (groups = input channels) use ATen's own kernels (``DepthwiseConv2d.cu``,
 ``DepthwiseConv3d.cu``: one thread per output looping over its taps), pooling likewise
@@ -70,7 +72,7 @@ def _window(call: AtenCall, spec: HardwareSpec, what: str, taps: int,
 
 
 def pooling(call: AtenCall, spec: HardwareSpec) -> list[EagerKernel]:
-    x = call.inputs[0]
+    """A pooling op: one thread per output over its window (taps = the kernel's volume)."""
     d = 3 if "3d" in call.name else 2
     kernel = _ints(call.arg(1, "kernel_size", None), d, 1)
     return [_window(call, spec, call.name, math.prod(kernel[-d:]))]
