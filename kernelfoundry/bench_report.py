@@ -196,6 +196,9 @@ def write_report(out: Path, rows: list[dict[str, Any]], *, suite: str, budget: i
         "exists.", "",
         "## Methods", "", f"Over {scope}.", "", *table, "",
         "## Best speedup per task (geometric mean over seeds; `seed`: the task's best seed kernel)", "",
+        "Speedups are predicted: the kernel's and the eager baseline's latencies both come from the "
+        "performance model.  Its measured error on published timings, per task (docs/fidelity.md):", "",
+        *_model_error_table(rows), "",
         *per_task["speedup"], "",
         "## QD-score per task (mean over seeds; in brackets: candidates evaluated, mean over seeds)", "",
         *per_task["qd"], "",
@@ -209,6 +212,26 @@ def write_report(out: Path, rows: list[dict[str, Any]], *, suite: str, budget: i
         "## Curves", "", *[f"![{p.stem}]({p.name})" for p in plots], ""])
     (out / "report.md").write_text(text)
     return "\n".join(table)
+
+
+def _model_error_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Task, op kind and the model's measured error band on the task's first hardware."""
+    from .fidelity import band_note
+    from .fidelity.opkind import op_kind
+    from .search.history import open_run
+    lines = ["| task | op kind | hardware | model error |", "|---|---|---|---|"]
+    for task_name, run_dir in dict((r["task"], r.get("run_dir")) for r in rows).items():
+        try:
+            run = open_run(run_dir)
+            try:
+                hardware = list(run.config.get("hardware") or run.task.hardware)[0]
+                kind = op_kind(run.task)
+            finally:
+                run.close()
+        except Exception:  # noqa: BLE001 - a run directory that moved or cannot be read: no band
+            continue
+        lines.append(f"| {task_name} | {kind} | {hardware} | {band_note(kind, hardware).removeprefix('predicted; ')} |")
+    return lines
 
 
 def _per_task_table(rows: list[dict[str, Any]], methods: list[str], levels: dict[str, int]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..evaluate.records import LaunchTrace
+from .alignment import scalar_share
 from .hardware import DTYPE_KEYS, dtype_class
 
 SECTOR = 32
@@ -48,6 +49,7 @@ class LaunchFeatures:
     bytes_spread: np.ndarray
     footprint: np.ndarray           # [R, GRID] distinct load bytes of programs 0..w-1 (w = GRID_W), capped at F(P)
     footprint_total: np.ndarray     # F(P): distinct load bytes of the whole launch
+    scalar_share: np.ndarray        # share of bytes on tensors Triton cannot vectorise (alignment.py)
 
     def __len__(self) -> int:
         return len(self.programs)
@@ -105,9 +107,28 @@ def footprint_curve(points: list[list[int]] | None, unique_bytes: float, tensor_
     return np.minimum(np.where(w_eval <= ws[-1], inside, beyond), cap)
 
 
-def _launch_row(launch: LaunchTrace) -> dict:
+def dot_accumulator_adds(launch: LaunchTrace) -> float:
+    """Accumulator element updates of the launch's dots per program (2 flops each per K element).
+
+    ``acc += tl.dot(a, b)`` is traced as a dot plus an fp32 add of the accumulator per K step,
+    but Triton folds that add into the MMA's accumulator operand (its combine pass rewrites
+    ``add(dot(a, b, 0), c)`` to ``dot(a, b, c)``); the model removes those adds again.
+    """
+    adds = 0.0
+    for dtype, flops in launch.dot_flops.items():
+        ks = [k for m, n, k, dt in launch.dot_shapes if dtype_class(dt) == dtype_class(dtype)]
+        if ks:
+            adds += float(flops) / (2.0 * (sum(ks) / len(ks)))
+    return adds
+
+
+def _launch_row(launch: LaunchTrace, unaligned: frozenset[int] = frozenset()) -> dict:
     t = launch.traffic.values()
     P = max(int(launch.num_programs), 1)
+    elementwise = float(launch.elementwise_ops)
+    acc_adds = dot_accumulator_adds(launch)
+    if acc_adds and elementwise >= acc_adds:      # traced as `acc += tl.dot(...)`: the adds are not real
+        elementwise -= acc_adds
     row = {
         "programs": P,
         "load_bytes": sum(x.load_bytes for x in t),
@@ -116,7 +137,8 @@ def _launch_row(launch: LaunchTrace) -> dict:
         "store_sector_bytes": sum(max(x.store_sectors * SECTOR, x.store_bytes) for x in t),
         "unique_load_bytes": sum(x.unique_load_bytes for x in t),
         "unique_store_bytes": sum(max(x.unique_store_bytes, 0.0) for x in t),
-        "elementwise_ops": float(launch.elementwise_ops),
+        "elementwise_ops": elementwise,
+        "scalar_share": scalar_share(launch, unaligned),
         "transcendental_ops": float(launch.transcendental_ops),
         "reduction_elems": float(launch.reduction_elems),
         "loop_trips": float(launch.loop_trips),
@@ -147,9 +169,13 @@ def _launch_row(launch: LaunchTrace) -> dict:
     return row
 
 
-def launch_features(launches: list[LaunchTrace]) -> LaunchFeatures:
-    """Feature arrays for *launches* (row i = launches[i])."""
-    rows = [_launch_row(l) for l in launches]
+def launch_features(launches: list[LaunchTrace], unaligned: frozenset[int] = frozenset()) -> LaunchFeatures:
+    """Feature arrays for *launches* (row i = launches[i]).
+
+    *unaligned* holds the storage sizes of tensors whose rows Triton cannot vectorise
+    (:func:`.alignment.unaligned_bytes`).
+    """
+    rows = [_launch_row(l, unaligned) for l in launches]
     if not rows:
         raise ValueError("launch_features needs at least one launch")
 
@@ -167,4 +193,5 @@ def launch_features(launches: list[LaunchTrace]) -> LaunchFeatures:
         elementwise_ops=col("elementwise_ops"), transcendental_ops=col("transcendental_ops"),
         reduction_elems=col("reduction_elems"), loop_trips=col("loop_trips"),
         max_block_elems=col("max_block_elems"), bytes_spread=col("bytes_spread"),
-        footprint=np.stack([r["footprint"] for r in rows]), footprint_total=col("footprint_total"))
+        footprint=np.stack([r["footprint"] for r in rows]), footprint_total=col("footprint_total"),
+        scalar_share=col("scalar_share"))

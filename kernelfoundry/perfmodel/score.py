@@ -22,6 +22,7 @@ import numpy as np
 from ..candidate import config_key
 from ..evaluate.records import ConfigTrace, HardwareScore
 from ..task import Task
+from .alignment import unaligned_bytes
 from .baseline import baseline, profile_reference
 from .feedback import shape_feedback
 from .hardware import resolve_hardware
@@ -77,9 +78,10 @@ def score_candidate(task: Task, traces: list[ConfigTrace], param_space: dict, ha
     hw = HardwareArrays(specs)
     plan = plan_configs([t.config for t in traces], param_space, cap=max_configs, seed=seed)
     shape_ids = sorted({t.shape_index for t in traces})
-    sweeps = {i: sweep(plan, [t for t in traces if t.shape_index == i], hw) for i in shape_ids}
     shapes = {i: (task.target_shapes[i] if i < len(task.target_shapes)
                   else next(t.shape for t in traces if t.shape_index == i)) for i in shape_ids}
+    sweeps = {i: sweep(plan, [t for t in traces if t.shape_index == i], hw, unaligned_bytes(task, shapes[i]))
+              for i in shape_ids}
 
     scores: dict[str, HardwareScore] = {}
     table, lines, speedups, best_all = [], [], [], []

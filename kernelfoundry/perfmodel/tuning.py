@@ -74,8 +74,11 @@ NOT_TRACED = len(REASONS)
 REASON_TEXT = REASONS + ("not traced at this shape",)
 
 
-def sweep(plan: TuningPlan, traces: list[ConfigTrace], hw: HardwareArrays) -> ModelOutput:
-    """Evaluate every config of *plan* at one shape (its *traces*) on every hardware: [H, C]."""
+def sweep(plan: TuningPlan, traces: list[ConfigTrace], hw: HardwareArrays,
+          unaligned: frozenset[int] = frozenset()) -> ModelOutput:
+    """Evaluate every config of *plan* at one shape (its *traces*) on every hardware: [H, C].
+
+    *unaligned*: storage sizes of tensors Triton cannot vectorise (:mod:`.alignment`)."""
     by_key = {config_key(t.config): t for t in traces}
     launches, rows_of = [], {}
     for key, trace in by_key.items():
@@ -90,7 +93,7 @@ def sweep(plan: TuningPlan, traces: list[ConfigTrace], hw: HardwareArrays) -> Mo
     full_bound = np.zeros((H, C), dtype=np.int64)
     if len(live) == 0:
         return ModelOutput(latency=full_latency, reason=full_reason, bound=full_bound, components={}, details={})
-    feat = launch_features(launches)
+    feat = launch_features(launches, unaligned)
     counts = np.array([len(rows_of[keys[plan.kernel_index[c]]]) for c in live])
     rows = np.concatenate([rows_of[keys[plan.kernel_index[c]]] for c in live])
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
