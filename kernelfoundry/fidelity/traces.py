@@ -20,8 +20,9 @@ from ..evaluate.records import ConfigTrace
 from .dataset import FidelityError
 
 #: Sources whose changes can change a trace.
-TRACER_SOURCES = ("evaluate/trace.py", "evaluate/trace_hooks.py", "evaluate/trace_counts.py",
-                  "evaluate/trace_loops.py", "evaluate/records.py", "evaluate/child.py")
+TRACER_SOURCES = ("evaluate/child_trace.py", "evaluate/trace_hooks.py", "evaluate/trace_counts.py",
+                  "evaluate/trace_loops.py", "evaluate/records.py", "evaluate/child.py", "evaluate/inputs.py",
+                  "evaluate/tiled.py")
 
 
 def trace_key(task_path: Path, kernel_path: Path) -> str:
@@ -58,7 +59,7 @@ def trace_kernel(task_path: Path, kernel_path: Path, hardware: str) -> list[Conf
     from ..evaluate.pipeline import verify
     from ..task import load_task
     task = load_task(task_path, check_files=False)
-    result = verify(task, kernel_path.read_text(), [hardware], max_kernel_configs=16)
+    result = verify(task, kernel_path.read_text(), [hardware], max_kernel_configs=16, compile=False)
     if not result.passed:
         raise FidelityError(f"dataset kernel {kernel_path} fails the verifier on {task_path} at gate "
                             f"'{result.gate}': {result.reason}")
