@@ -122,6 +122,7 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
     if not gates[-1].passed:
         return stop()
     correctness = judge_checks(task, plan, report["check"], outcome, seed=seed)
+    correctness.seconds += outcome.wall_s                  # the check job, then its judgement
     if not correctness.passed:
         gates.append(correctness)
         return stop()
