@@ -84,6 +84,7 @@ def compile_gate(source: str, task: Any, traces: list[ConfigTrace], space: dict[
     hits = misses = 0
     exclude: dict[str, set[str]] = {}
     compiled: dict[str, Any] = {}
+    resources: dict[str, dict[str, list[dict[str, Any]]]] = {}     # hardware -> config -> per launch
     reports = []
     for _ in range(ROUNDS):
         report = compile_configs(source, _wanted(score.ranked, default, top_k), sigs, hardware, cache, compiled)
@@ -95,19 +96,25 @@ def compile_gate(source: str, task: Any, traces: list[ConfigTrace], space: dict[
             statuses[name] = {"status": hw.status, "target": hw.target or "", "reason": hw.reason}
             for key, cfg in hw.configs.items():
                 compiled[key] = True
-                outcome.setdefault(name, {})[key] = {
-                    "ok": cfg.ok, "error": cfg.error,
-                    "resources": [k.resources.to_dict() for k in cfg.kernels if k.resources]}
-                if not cfg.ok:
+                launches = [k.resources.to_dict() if k.resources else None for k in cfg.kernels]
+                outcome.setdefault(name, {})[key] = {"ok": cfg.ok, "error": cfg.error,
+                                                     "resources": [r for r in launches if r]}
+                if cfg.ok:
+                    resources.setdefault(name, {})[key] = launches
+                else:
                     exclude.setdefault(name, set()).add(key)
-        if not any(exclude.values()):
-            break
-        score = score_candidate(task, traces, space, hardware, seed=seed, exclude=exclude)
+        # the compiler's registers, shared memory and spills replace the model's estimates
+        score = score_candidate(task, traces, space, hardware, seed=seed, exclude=exclude, compiled=resources)
         best_known = all(config_key(score.hardware[h].best_params) in outcome.get(h, {})
                          for h in hardware if statuses.get(h, {}).get("status") not in (None, "no_backend")
                          and score.hardware[h].best_params)
         if best_known:
             break
+    if resources:                   # the model's own estimates, kept beside the compiled figures
+        estimated = score_candidate(task, traces, space, hardware, seed=seed, exclude=exclude)
+        for name, hw_score in score.hardware.items():
+            if name in resources and name in estimated.hardware:
+                hw_score.estimated_latency_s = estimated.hardware[name].latency_s
     details = {"hardware": {}, "cache_hits": hits, "cache_misses": misses, "reports": reports,
                "best": {h: config_key(score.hardware[h].best_params) for h in hardware
                         if h in score.hardware and score.hardware[h].best_params}}

@@ -131,6 +131,8 @@ class HardwareScore:
     per_shape: list[dict[str, Any]] = field(default_factory=list)
     # per_shape[i] = {"shape": {...}, "latency_s", "sol_s", "baseline_s", "best_params", "bound", "breakdown"}
     compiled: str = ""               # what the compiler said of best_params here (compile gate), or ""
+    estimated_latency_s: float | None = None   # latency_s from the model's own register/smem estimates,
+                                               # when the compiler's figures replaced them
 
     to_dict = asdict
     from_dict = classmethod(_from_dict)

@@ -39,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--worst", type=int, default=10, metavar="N", help="worst rows to list per dataset (default 10)")
     p.add_argument("--plot", metavar="PNG", help="write predicted vs measured (log-log) to this image")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of markdown")
+    p.add_argument("--compiled", action="store_true",
+                   help="kernel rows: use the compiler's registers, shared memory and spills (compiled ahead of "
+                        "time for the hardware's Triton target) instead of the model's estimates")
     p.add_argument("--refresh-traces", action="store_true",
                    help="re-trace every dataset kernel and rewrite the trace caches")
     p.add_argument("--write-bands", action="store_true",
@@ -67,7 +70,7 @@ def run(args) -> int:
     for path in dataset_paths(args.paths):
         dataset = load_dataset(path)
         hardware = args.hardware or dataset.hardware
-        preds = predict_dataset(dataset, hardware, refresh_traces=args.refresh_traces)
+        preds = predict_dataset(dataset, hardware, refresh_traces=args.refresh_traces, compiled=args.compiled)
         broken = check(summaries(preds)["all"], load_thresholds(dataset)) if not args.hardware else None
         failed |= bool(broken)
         results.append((dataset, hardware, preds))

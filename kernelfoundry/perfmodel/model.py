@@ -101,10 +101,11 @@ class ModelOutput:
 
 
 def evaluate(feat: LaunchFeatures, rows: np.ndarray, warps: np.ndarray, stages: np.ndarray,
-             hw: HardwareArrays, pad: np.ndarray | None = None) -> ModelOutput:
+             hw: HardwareArrays, pad: np.ndarray | None = None, compiled=None) -> ModelOutput:
     """Latency of launches ``feat[rows]`` run with (warps, stages) on every hardware in *hw*.
 
     *pad* is ``feat.padded_flop_factor(hw.granules)`` (computed here when not given).
+    *compiled*: the compiler's figures per point (:class:`~.occupancy.CompiledArrays`), or None.
     """
     rows = np.asarray(rows, dtype=np.int64)
     if pad is None:
@@ -125,7 +126,7 @@ def evaluate(feat: LaunchFeatures, rows: np.ndarray, warps: np.ndarray, stages: 
     occ = occupancy(hw, has_dot=has_dot, warps=warps, stages=stages, dot_operand_bytes=f(feat.dot_operand_bytes),
                     max_block_elems=f(feat.max_block_elems), a_tile_bytes=f(feat.a_tile_bytes),
                     b_tile_bytes=f(feat.b_tile_bytes), c_tile_elems=f(feat.c_tile_elems),
-                    vec_buffers=hw.auto_buffers)
+                    vec_buffers=hw.auto_buffers, compiled=compiled)
     pc = np.where(has_dot, hw.cores_dot, hw.cores_vec)
     c_used = np.minimum(pc, P)
     n_core = np.ceil(P / c_used)

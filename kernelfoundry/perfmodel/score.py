@@ -64,11 +64,14 @@ RANKED = 16
 
 def score_candidate(task: Task, traces: list[ConfigTrace], param_space: dict, hardware: list[str], *,
                     seed: int = 0, max_configs: int = 4096,
-                    exclude: dict[str, set[str]] | None = None) -> ScoreResult:
+                    exclude: dict[str, set[str]] | None = None,
+                    compiled: dict[str, dict[str, list[dict]]] | None = None) -> ScoreResult:
     """Tune and score a candidate from its traces; see the module docstring.
 
     *exclude* maps a hardware name to config keys (``config_key``) that cannot run there (they
-    did not compile for it): they are never picked for that hardware.
+    did not compile for it): they are never picked for that hardware.  *compiled* maps a hardware
+    name and a config key to the compiler's resources of each launch (the compile gate's): they
+    replace the model's register, shared-memory and spill estimates for that config.
     """
     specs = resolve_hardware(list(hardware))
     names = [s.name for s in specs]
@@ -80,7 +83,8 @@ def score_candidate(task: Task, traces: list[ConfigTrace], param_space: dict, ha
     shape_ids = sorted({t.shape_index for t in traces})
     shapes = {i: (task.target_shapes[i] if i < len(task.target_shapes)
                   else next(t.shape for t in traces if t.shape_index == i)) for i in shape_ids}
-    sweeps = {i: sweep(plan, [t for t in traces if t.shape_index == i], hw, unaligned_bytes(task, shapes[i]))
+    sweeps = {i: sweep(plan, [t for t in traces if t.shape_index == i], hw, unaligned_bytes(task, shapes[i]),
+                       compiled=compiled)
               for i in shape_ids}
 
     scores: dict[str, HardwareScore] = {}
