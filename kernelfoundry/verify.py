@@ -73,7 +73,16 @@ def format_latency(seconds: float | None) -> str:
     return f"{seconds * 1e3:.4g} ms" if seconds >= 1e-4 else f"{seconds * 1e6:.4g} us"
 
 
-def format_text(result: VerifyResult, *, task_name: str, kernel: str) -> str:
+def error_notes(task, hardware: list[str]) -> dict[str, str]:
+    """Per hardware, how far the predictions can be trusted (the model's measured error band)."""
+    try:
+        from .fidelity import band_note
+    except ImportError:
+        return {}
+    return {name: band_note(task, name) for name in hardware}
+
+
+def format_text(result: VerifyResult, *, task_name: str, kernel: str, notes: dict[str, str] | None = None) -> str:
     """The human-readable report."""
     lines = [f"kernel {kernel} on task {task_name}"]
     for gate in result.gates:
@@ -92,7 +101,7 @@ def format_text(result: VerifyResult, *, task_name: str, kernel: str) -> str:
             parts.append(f"{name} = {value:.3g} ({BIN_LABELS[name][index]})")
         lines.append("descriptors: " + "; ".join(parts))
     if result.objective is not None:
-        lines.append(f"objective: {result.objective:.4g} (speedup over the eager PyTorch estimate)")
+        lines.append(f"objective: {result.objective:.4g} (predicted speedup over the eager PyTorch estimate)")
     for name, score in result.hardware.items():
         if score.latency_s is None or not math.isfinite(score.latency_s):
             lines.append(f"  {name:<14} no valid config: the model found none that fits this hardware (see the "
@@ -101,14 +110,20 @@ def format_text(result: VerifyResult, *, task_name: str, kernel: str) -> str:
         params = ", ".join(f"{k}={v}" for k, v in score.best_params.items())
         lines.append(f"  {name:<14} latency {format_latency(score.latency_s):>10}   speed-of-light "
                      f"{100 * score.sol_fraction:5.1f}%   best {params}")
+        if notes and notes.get(name):
+            lines.append(f"  {'':<14} {notes[name]}")
     status = "PASSED" if result.passed else f"FAILED at gate '{result.gate}'"
     lines.append(f"{status} in {result.seconds:.2f} s")
     return "\n".join(lines)
 
 
-def to_json(result: VerifyResult, *, task_name: str, kernel: str, with_traces: bool) -> dict[str, Any]:
+def to_json(result: VerifyResult, *, task_name: str, kernel: str, with_traces: bool,
+            notes: dict[str, str] | None = None) -> dict[str, Any]:
     out = result.to_dict(with_traces=with_traces)
     out["task"], out["kernel"] = task_name, kernel
+    for name, note in (notes or {}).items():
+        if name in out["hardware"]:
+            out["hardware"][name]["model_error"] = note
     return out
 
 
@@ -158,10 +173,12 @@ def run(args: argparse.Namespace) -> int:
                     max_kernel_configs=args.max_kernel_configs, compile=not args.no_compile)
     if args.asm:
         write_asm_files(result, args.asm)
+    notes = error_notes(task, list(result.hardware)) if result.hardware else {}
     if args.json:
-        print(json.dumps(to_json(result, task_name=task.name, kernel=args.kernel, with_traces=args.traces)))
+        print(json.dumps(to_json(result, task_name=task.name, kernel=args.kernel, with_traces=args.traces,
+                                 notes=notes)))
     else:
-        print(format_text(result, task_name=task.name, kernel=args.kernel))
+        print(format_text(result, task_name=task.name, kernel=args.kernel, notes=notes))
     return 0 if result.passed else 1
 
 
