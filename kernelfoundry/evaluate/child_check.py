@@ -30,26 +30,75 @@ from .trace_loops import CONTROL, LoopLimit
 
 
 class CheckSession(Session):
-    """Runs every program of every launch in a shuffled order; remembers which storages were stored to."""
+    """Runs every program of every launch in a shuffled order; remembers which storages were stored to
+    and refuses data races (an element one program stores and another loads or stores, without atomics,
+    in the same launch: right in the interpreter's one-at-a-time order, wrong on a GPU)."""
 
     def __init__(self, *, guard: DispatchGuard, candidate_file: str, order_seed: int):
         super().__init__(guard=guard, candidate_file=candidate_file)
         self.stored: set[int] = set()
         self.launches = 0
+        self.kernels: list[tuple[str, dict[str, Any]]] = []
         self.rng = random.Random(order_seed)
+        self._pid = 0
+        self._accesses: dict[str, list[np.ndarray]] = {"load": [], "store": [], "load_pid": [], "store_pid": []}
 
     def launch(self, ctx: LaunchContext) -> None:
         self.launches += 1
+        self.kernels.append((ctx.kernel, {k: v for k, v in ctx.call_args.items() if k in ctx.constexprs}))
+        for key in self._accesses:
+            self._accesses[key] = []
         order = list(range(ctx.num_programs))
         self.rng.shuffle(order)                  # a kernel right only in launch order is wrong on a GPU
         for pid in order:
             CONTROL.reset(f"check:{self.launches}:{pid}")
+            self._pid = pid
             ctx.run_program(pid)
+        race = find_race(self._accesses, ctx)
+        if race:
+            self.fail(race)
 
     def record_access(self, kind, parts, elem_bytes, block_elems, site) -> None:
         if kind != "load":
             for tensor, _ in parts:
                 self.stored.add(tensor.start)
+        if kind == "atomic":
+            return
+        for _, addrs in parts:
+            self._accesses[kind].append(addrs)
+            self._accesses[kind + "_pid"].append(np.full(addrs.size, self._pid, dtype=np.int64))
+
+
+def find_race(accesses: dict[str, list[np.ndarray]], ctx: LaunchContext) -> str | None:
+    """Why this launch races (two programs touch one element, one of them storing, no atomics), or None."""
+    if not accesses["store"]:
+        return None
+    stores, store_pids = np.concatenate(accesses["store"]), np.concatenate(accesses["store_pid"])
+    pairs = np.unique(np.stack([stores, store_pids], axis=1), axis=0)
+    addrs, counts = np.unique(pairs[:, 0], return_counts=True)
+    if (counts > 1).any():
+        addr = int(addrs[np.argmax(counts > 1)])
+        pids = pairs[pairs[:, 0] == addr][:2, 1].tolist()
+        return _race_text(ctx, addr, pids, "store to")
+    if accesses["load"]:
+        loads, load_pids = np.concatenate(accesses["load"]), np.concatenate(accesses["load_pid"])
+        owner = pairs[:, 1]                                     # one storing program per address now
+        idx = np.clip(np.searchsorted(addrs, loads), 0, len(addrs) - 1)
+        cross = (addrs[idx] == loads) & (owner[idx] != load_pids)
+        if cross.any():
+            k = int(np.argmax(cross))
+            return _race_text(ctx, int(loads[k]), [int(owner[idx[k]]), int(load_pids[k])], "store to and load from")
+    return None
+
+
+def _race_text(ctx: LaunchContext, addr: int, pids: list[int], what: str) -> str:
+    tensor = next((t for t in ctx.tensors.tensors if t.start <= addr < t.end), None)
+    where = (f"element {(addr - tensor.data_ptr) // tensor.elem_bytes} of argument {tensor.name}"
+             if tensor else f"address {addr:#x}")
+    progs = " and ".join(str(ctx.coords(p)) for p in pids)
+    return (f"data race in kernel {ctx.kernel}: programs {progs} both {what} {where} without atomics. On a GPU "
+            "programs run concurrently and in no fixed order: give every output element to one program, or "
+            "combine partial results with tl.atomic_add (or in a second kernel launch).")
 
 
 def _storage_span(t: torch.Tensor) -> tuple[int, int]:
@@ -103,6 +152,12 @@ def _put_output(blob: BlobWriter, out: torch.Tensor) -> dict[str, Any]:
             "shape": list(values.shape)}
 
 
+def _plain(value: Any) -> Any:
+    """A constexpr value as JSON (numbers, strings, booleans; anything else as its text)."""
+    value = getattr(value, "value", value)
+    return value if isinstance(value, (bool, int, float, str)) or value is None else str(value)
+
+
 def run_check(cand: LoadedCandidate, task: Task, run: dict[str, Any], *, seed: int, hints: dict[str, Any],
               blob: BlobWriter, timeout: float | None) -> dict[str, Any]:
     """One planned run: outputs and facts for the judge; raises :class:`RunFailed`."""
@@ -113,12 +168,15 @@ def run_check(cand: LoadedCandidate, task: Task, run: dict[str, Any], *, seed: i
     params = {**run["config"], **hints}
     outputs, session = _call(cand, inputs, params, order_seed=run["order_seed"], timeout=timeout)
     record: dict[str, Any] = {"inputs_before": before, "inputs_after": [digest(t) for t in inputs],
-                              "launches": session.launches, "outputs": []}
+                              "launches": session.launches, "outputs": [],
+                              "kernels": [[name, {k: _plain(v) for k, v in flags.items()}]
+                                          for name, flags in session.kernels]}
     for out in outputs:
         lo, hi = _storage_span(out)
         shared = next((name for name, (a, b) in zip(task.input_names, spans) if lo < b and a < hi), None)
         entry = _put_output(blob, out)
-        entry.update(written=bool(out.numel() == 0 or lo in session.stored), aliases_input=shared)
+        entry.update(written=bool(out.numel() == 0 or lo in session.stored), aliases_input=shared,
+                     contiguous=bool(out.is_contiguous()))
         record["outputs"].append(entry)
     if run.get("repeat"):
         again = factory.make(run["shape"], run["profile"], call=run["call"])

@@ -287,6 +287,10 @@ class Judge:
             problem = compare(out, ref, self.task.atol, self.task.rtol)
             if problem:
                 raise CheckFailure(f"output {i} {problem}.")
+            if ref.is_contiguous() and record["outputs"][i].get("contiguous") is False:
+                raise CheckFailure(f"output {i} is a non-contiguous view while the reference's output is contiguous: "
+                                   "a view (.t(), .permute()) would leave the layout change to the caller; store the "
+                                   "result in the reference's layout in the kernel.")
         if planned.get("repeat"):
             self.check_repeat(outputs, record.get("repeat"), blob)
 

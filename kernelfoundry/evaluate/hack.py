@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..candidate import HINT_PARAMS, ParamSpaceError, parse_param_space
-from .hack_policy import (ALLOWED_MODULES, DECORATOR_BUILTINS, HEURISTICS_DECORATORS, HOST_BUILTINS,
+from .hack_policy import (ALLOWED_MODULES, DECORATOR_BUILTINS, HEURISTICS_DECORATORS, HINT_NAMES, HOST_BUILTINS,
                           HOST_VALUE_ATTRS, JIT_DECORATORS, JIT_OPTIONS, KERNEL_BUILTINS, KERNEL_VALUE_ATTRS,
                           LAUNCH_OPTIONS, MODULE_MEMBERS, PATH_ONLY_MODULES, REFUSED_MODULE_WHY,
-                          RESERVED_PREFIX, TENSOR_METADATA_ATTRS, TENSOR_METADATA_METHODS, TENSOR_VIEW_ATTRS,
+                          RESERVED_NAMES, RESERVED_PREFIX, TENSOR_METADATA_ATTRS, TENSOR_METADATA_METHODS, TENSOR_VIEW_ATTRS,
                           TENSOR_VIEW_METHODS)
 from .records import GateResult
 
@@ -179,6 +179,8 @@ class ModuleChecker:
             return
         for alias in node.names:
             local = alias.asname or alias.name
+            if self.reserved(node, local):
+                continue
             full = f"{mod}.{alias.name}"
             if alias.name == "*":
                 self.add(node, "import", f"`from {mod} import *` is not allowed; import names explicitly.")
@@ -230,6 +232,8 @@ class ModuleChecker:
                                           "(monkeypatching and module state are refused).")
             return
         names = [t.id for t in targets]
+        if any(self.reserved(stmt, n) for n in names):
+            return
         if names == ["PARAMS"]:
             if not isinstance(stmt.value, ast.Dict):
                 self.add(stmt, "params", "PARAMS must be a literal dict of name -> list of values.")
@@ -257,6 +261,7 @@ class ModuleChecker:
             kind = "kernel" if name in self.jit_names else "host"
             if name in REFUSED_IDENTIFIERS:
                 self.add(fn, "reference", f"a function may not be named `{name}`.")
+            self.reserved(fn, name)
             self.check_decorators(fn, kind)
             bound = _bound_in(fn)
             self.check_arguments(fn, kind)
@@ -280,7 +285,9 @@ class ModuleChecker:
 
     def check_arg_name(self, node: ast.arg) -> None:
         name = node.arg
-        if name in REFUSED_IDENTIFIERS or name.startswith(RESERVED_PREFIX) or name.startswith("__"):
+        if self.reserved(node, name):
+            return
+        if name in REFUSED_IDENTIFIERS or name.startswith("__"):
             self.add(node, "reference", f"an argument may not be named `{name}`.")
         elif name in self.modules or name in self.members:
             self.add(node, "module-alias", f"an argument may not shadow the import `{name}`.")
@@ -296,9 +303,19 @@ class ModuleChecker:
             return "constant"
         return None
 
+    def reserved(self, node: ast.AST, name: str) -> bool:
+        """Report a binding of a name the verifier or the interpreter owns; True when it was one."""
+        if name.startswith(RESERVED_PREFIX) or name in RESERVED_NAMES:
+            self.add(node, "reserved", f"the name `{name}` is reserved for the verifier and Triton's interpreter "
+                                       f"(names starting with {RESERVED_PREFIX} and {', '.join(sorted(RESERVED_NAMES))}).")
+            return True
+        return False
+
     def check_name(self, node: ast.Name, kind: str, bound: set[str]) -> None:
         name = node.id
-        if name.startswith("__") or name.startswith(RESERVED_PREFIX):
+        if self.reserved(node, name):
+            return
+        if name.startswith("__"):
             self.add(node, "dunder", f"`{name}` is not allowed: dunder names reach interpreter internals and "
                                      f"names starting with {RESERVED_PREFIX} are reserved for the verifier.")
             return
@@ -419,6 +436,8 @@ class ModuleChecker:
                 continue
             if isinstance(node, ast.Name):
                 self.check_name(node, kind, bound)
+                if kind == "host" and node.id in HINT_NAMES and isinstance(node.ctx, ast.Load):
+                    self.check_hint_use(node, parents)
                 if node.id in self.modules and not isinstance(parents.get(node), ast.Attribute):
                     self.add(node, "module-alias", f"the module `{node.id}` may only be used as `{node.id}.member`, "
                                                    "not passed around, aliased or returned.")
@@ -449,6 +468,21 @@ class ModuleChecker:
                   and node.func.id in self.jit_names):
                 self.add(node, "launch", f"`{node.func.id}(...)` calls a kernel like a function; launch it on a grid: "
                                          f"`{node.func.id}[grid](...)`.")
+
+    def check_hint_use(self, node: ast.Name, parents: dict) -> None:
+        """A launch hint may only be passed on as the same-named option of a kernel launch or a call
+        of a module function: the model sweeps hints on traces made with the first value, so a
+        launch that branches on one runs code no check ran."""
+        keyword = parents.get(node)
+        call = parents.get(keyword)
+        ok = (isinstance(keyword, ast.keyword) and keyword.arg == node.id and isinstance(call, ast.Call)
+              and (isinstance(call.func, ast.Subscript) and isinstance(call.func.value, ast.Name)
+                   and call.func.value.id in self.jit_names
+                   or isinstance(call.func, ast.Name) and call.func.id in self.functions))
+        if not ok:
+            self.add(node, "hint", f"`{node.id}` may only be passed on as `{node.id}={node.id}` to a kernel launch: "
+                                   "the verifier checks and traces the first value and the model picks the best, so "
+                                   "launch must not compute with it or branch on it.")
 
     def check_launch(self, call: ast.Call) -> None:
         """``kernel[grid](...)``: a module kernel, its own parameters and the listed launch options only."""

@@ -11,6 +11,11 @@ from __future__ import annotations
 
 #: Identifiers that start with this are reserved for the verifier's instrumentation.
 RESERVED_PREFIX = "_kf"
+#: Names the verifier and Triton's interpreter place in a kernel's globals: a candidate may not bind them.
+RESERVED_NAMES = frozenset({"interpreter_semantic", "_InterpreterComparison", "interpreter_builder"})
+#: Launch hints: the checks and the trace run their first values and the model sweeps the rest, so
+#: ``launch`` may only pass them on as launch options, never compute with them.
+HINT_NAMES = frozenset({"num_warps", "num_stages"})
 
 # ---- imports ------------------------------------------------------------------------------
 #: Modules a candidate may import, and the members each may use (None: see MODULE_MEMBERS).

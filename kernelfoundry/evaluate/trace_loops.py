@@ -181,8 +181,15 @@ class LoopTransformer(ast.NodeTransformer):
 _installed = False
 
 
+class ReservedName(BaseException):
+    """The candidate's module binds a name the kernel globals need (the static gate refuses it too)."""
+
+
 def kernel_globals(fn_globals: dict[str, Any], interp_module: Any) -> dict[str, Any]:
     """The private globals a rewritten kernel runs in (never the candidate's module dict)."""
+    clash = sorted(n for n in fn_globals if n in HELPERS or n in ("interpreter_semantic", "_InterpreterComparison"))
+    if clash:
+        raise ReservedName(f"the module binds {', '.join(clash)}, names reserved for the verifier and the interpreter")
     namespace = {name: value for name, value in fn_globals.items() if not name.startswith("__")}
     for name in ("interpreter_semantic", "_InterpreterComparison"):       # what upstream's rewrite emits
         namespace[name] = getattr(interp_module, name)

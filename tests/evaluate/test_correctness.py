@@ -100,7 +100,11 @@ BROKEN = {
     "order-dependent programs": ((("tl.store(out_ptr + offs, a + b, mask=mask)",
                                    "prev = tl.load(out_ptr + tl.program_id(0) * BLOCK - 1, mask=tl.program_id(0) > 0, "
                                    "other=0.0)\n    tl.store(out_ptr + offs, a + b + prev * 0.0, mask=mask)"),),
-                                 ["NaN"]),
+                                 ["data race in kernel add_kernel", "without atomics"]),
+    "non-atomic split accumulation": ((("tl.store(out_ptr + offs, a + b, mask=mask)",
+                                        "tl.store(out_ptr + offs, a + b, mask=mask)\n"
+                                        "    tl.store(out_ptr, tl.load(out_ptr) * 1.0)"),),
+                                      ["data race", "both store to"]),
     "raises": ((("    n = a.numel()", "    n = a.numel() // 0"),), ["launch raised ZeroDivisionError", "(line 20: n = a.numel() // 0)"]),
     "kernel error": ((("tl.arange(0, BLOCK)", "tl.arange(0, BLOCK + 1)"),),
                      ["launch raised", "power of 2", "(line 11: offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK + 1))"]),
