@@ -30,7 +30,7 @@ from ..task import Task
 from .channel import BlobReader, ChannelError
 from .inputs import WIDE_ONLY, InputFactory, digest, profiles_for
 from .records import GateResult
-from .span_shape import block_size, span_shape
+from .span_shape import block_size, grid_span_shape, span_shape
 
 
 class CheckFailure(Exception):
@@ -96,23 +96,71 @@ def plan_runs(task: Task, configs: list[dict[str, Any]], *, seed: int,
     return _number(runs, seed=seed, first_call=1)
 
 
-def span_configs(configs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The configs checked at a span shape: the default, and the one with the largest blocks."""
-    widest = max(configs, key=block_size)
-    return [configs[0]] if block_size(widest) == block_size(configs[0]) else [configs[0], widest]
-
-
-def plan_span_runs(task: Task, probes: Any, *, seed: int, first_call: int) -> list[dict[str, Any]]:
-    """One run per probed config at its span shape (:mod:`span_shape`), where the reference runs."""
+def plan_span_runs(task: Task, probes: Any, configs: list[dict[str, Any]], *, seed: int, first_call: int,
+                   grid: bool = True) -> list[dict[str, Any]]:
+    """For each of *configs* with a grid probe: a run at its span shape (rows spanning several blocks)
+    and, with *grid*, one at its grid-span shape (many programs), where the reference runs."""
+    by_key = {config_key(p["config"]): p for p in probes if isinstance(p, dict) and isinstance(p.get("config"), dict)} \
+        if isinstance(probes, list) else {}
     runs = []
-    for probe in probes if isinstance(probes, list) else []:
-        config = probe.get("config") if isinstance(probe, dict) else None
-        if not isinstance(config, dict):
-            continue
-        env = span_shape(task, config, probe)
-        if env is not None and _reference_runs_at(task, env):
-            runs.append({"shape": env, "profile": "normal", "config": dict(config), "span": True})
+    for config in configs:
+        probe = by_key.get(config_key(config), {})
+        shapes = [span_shape(task, config, probe)] + ([grid_span_shape(task, config, probe)] if grid else [])
+        for env in shapes:
+            if env is not None and env not in [r["shape"] for r in runs if r["config"] == config] \
+                    and _reference_runs_at(task, env):
+                runs.append({"shape": env, "profile": "normal", "config": dict(config), "span": True})
     return _number(runs, seed=seed, first_call=first_call)
+
+
+FLAG_VALUES = (True, False, 0, 1)
+
+
+def launched_flags(kernels: Any) -> set[tuple[str, tuple]]:
+    """(kernel, flag constexprs) pairs from a run record's ``kernels``: constexprs valued 0/1/True/False
+    are code-path switches; block sizes and other values are left out."""
+    out = set()
+    for item in kernels if isinstance(kernels, list) else []:
+        if isinstance(item, list) and len(item) == 2 and isinstance(item[1], dict):
+            flags = tuple(sorted((str(k), bool(v)) for k, v in item[1].items()
+                                 if isinstance(v, (bool, int)) and v in FLAG_VALUES))
+            out.add((str(item[0]), flags))
+    return out
+
+
+def traced_flags(signature: Any, kernel: str) -> tuple[str, tuple]:
+    """The (kernel, flag constexprs) pair of one traced launch, from its compile signature."""
+    args = signature.get("args", []) if isinstance(signature, dict) else []
+    flags = tuple(sorted((a["name"], bool(a["value"])) for a in args if isinstance(a, dict)
+                         and a.get("kind") == "constexpr" and isinstance(a.get("value"), (bool, int))
+                         and a["value"] in FLAG_VALUES))
+    return kernel, flags
+
+
+def unchecked_paths(traces: list, records: list[tuple[dict[str, Any], Any]], configs: list[dict[str, Any]]) -> str | None:
+    """Why a config the model picked runs, at a target shape, a kernel or a code-path switch (a 0/1
+    constexpr) that no correctness run of that config executed; None when every path was checked.
+
+    *records*: (planned run, its record) pairs of every correctness run."""
+    checked: dict[str, set] = {}
+    for planned, record in records:
+        if isinstance(record, dict):
+            checked.setdefault(config_key(planned["config"]), set()).update(launched_flags(record.get("kernels")))
+    for config in configs:
+        key = config_key({k: v for k, v in config.items() if k not in ("num_warps", "num_stages")})
+        for trace in traces:
+            if config_key(trace.config) != key:
+                continue
+            for launch in trace.launches:
+                path = traced_flags(launch.signature, launch.kernel)
+                if launch.signature is not None and path not in checked.get(key, set()):
+                    flags = ", ".join(f"{k}={v}" for k, v in path[1]) or "no switches"
+                    shape = ", ".join(f"{k}={v}" for k, v in trace.shape.items())
+                    return (f"at the target shape {{{shape}}} config {key or 'default'} runs kernel {path[0]} "
+                            f"({flags}), a path no correctness run executed (the check shapes and the span shapes "
+                            "took others): what it computes there is unchecked. Use the same kernels and "
+                            "switches at every size, or switch on something the checked shapes exercise.")
+    return None
 
 
 def _span_text(mask: np.ndarray, noun: str) -> str:
@@ -232,7 +280,6 @@ class Judge:
         start = time.perf_counter()
         records = report.get("runs")
         failed_at, error = report.get("failed_run"), report.get("error")
-        skipped: list[str] = []
         if not isinstance(records, list) or len(records) > len(self.plan):
             raise MalformedReport("the report holds more runs than were planned")
         for index, planned in enumerate(self.plan):
@@ -242,11 +289,6 @@ class Judge:
                     if failed_at != index or not isinstance(error, str):
                         raise MalformedReport(f"run {index} is missing from the report")
                     raise CheckFailure(error[:2000])
-                if isinstance(records[index], dict) and "skipped" in records[index]:
-                    if not planned.get("span"):
-                        raise MalformedReport(f"run {index} was skipped though it is not a span run")
-                    skipped.append(f"{run}: {str(records[index]['skipped'])[:200]}")
-                    continue
                 self.check(planned, records[index], blob)
             except CheckFailure as exc:
                 return GateResult(name="correctness", passed=False, reason=f"{run}: {exc}",
@@ -254,7 +296,7 @@ class Judge:
                                   details={"runs": index + 1, "failed_run": index})
         return GateResult(name="correctness", passed=True, seconds=time.perf_counter() - start,
                           details={"runs": len(self.plan), "span_runs": sum(1 for r in self.plan if r.get("span")),
-                                   "skipped": skipped, "profiles": sorted({r["profile"] for r in self.plan}),
+                                   "profiles": sorted({r["profile"] for r in self.plan}),
                                    "configs": len({config_key(r["config"]) for r in self.plan})})
 
     def check(self, planned: dict[str, Any], record: dict[str, Any], blob: BlobReader) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 from ..candidate import HINT_PARAMS, ParamSpaceError, kernel_configs, parse_param_space
 from ..task import Task
 from .channel import DATA_FILE, BlobReader
-from .correctness import Judge, MalformedReport, plan_runs, plan_span_runs, span_configs
+from .correctness import Judge, MalformedReport, plan_runs, plan_span_runs
 from .hack import hack_gate
 from .job import child_task
 from .records import ConfigTrace, GateResult, VerifyResult
@@ -114,8 +114,7 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
                             param_space=space, traces=traces or [], seconds=elapsed())
 
     plan = plan_runs(task, configs, seed=seed)
-    outcome = run_sandboxed(CHILD_MODULE, {**base, "kind": "check", "runs": plan,
-                                           "probe_configs": span_configs(configs)},
+    outcome = run_sandboxed(CHILD_MODULE, {**base, "kind": "check", "runs": plan, "probe_configs": configs},
                             limits, mode=mode, extra_files=(DATA_FILE,))
     load, report = read_job(outcome, "check")
     gates += load
@@ -126,8 +125,11 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
     if not correctness.passed:
         gates.append(correctness)
         return stop()
+    probes = report["check"].get("probes")
+    records = list(zip(plan, report["check"].get("runs", [])))
 
-    span = plan_span_runs(task, report["check"].get("probes"), seed=seed, first_call=len(plan) + 1)
+    spanned = [configs[0]]                                 # the picked configs follow in the confirm gate
+    span = plan_span_runs(task, probes, spanned, seed=seed, first_call=len(plan) + 1)
     outcome = run_sandboxed(CHILD_MODULE, {**base, "kind": "trace", "runs": span, "trace_programs": trace_programs},
                             limits, mode=mode, extra_files=(DATA_FILE,))
     load, report = read_job(outcome, "trace")
@@ -140,8 +142,8 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
         extra = judge_checks(task, span, report.get("check"), outcome, seed=seed)
         correctness = extra if not extra.passed else GateResult(
             name="correctness", passed=True, seconds=correctness.seconds + extra.seconds,
-            details={**correctness.details, "span_runs": len(span), "span_shapes": [r["shape"] for r in span],
-                     "span_skipped": extra.details.get("skipped", [])})
+            details={**correctness.details, "span_runs": len(span), "span_shapes": [r["shape"] for r in span]})
+        records += list(zip(span, (report.get("check") or {}).get("runs", [])))
     gates.append(correctness)
     if not correctness.passed:
         return stop()
@@ -149,10 +151,21 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
     gates.append(gate)
     if not gate.passed:
         return stop(traces)
+
+    def run_checks(runs: list[dict[str, Any]]) -> tuple[Any, Any]:
+        job = run_sandboxed(CHILD_MODULE, {**base, "kind": "check", "runs": runs}, limits, mode=mode,
+                            extra_files=(DATA_FILE,))
+        failed, result = read_job(job, "check")
+        if not failed[-1].passed:
+            return failed[-1], None
+        return BlobReader(job.files.get(DATA_FILE)), result["check"]
+
+    confirm = {"task": task, "traces": traces, "probes": probes, "spanned": spanned, "records": records,
+               "first_call": len(plan) + len(span) + 1, "run_checks": run_checks}
     return score_and_describe(task, traces, space, hardware, gates, seed=seed,
                               seconds_so_far=time.perf_counter() - start,
                               compile_with={"source": source, "top_k": compile_top_k, "cache": compile_cache}
-                              if compile else None)
+                              if compile else None, confirm_with=confirm)
 
 
 def read_job(outcome: SandboxOutcome, kind: str) -> tuple[list[GateResult], dict[str, Any] | None]:
@@ -232,7 +245,8 @@ def sandbox_failure(outcome: SandboxOutcome) -> GateResult:
 
 def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, list[Any]],
                        hardware: list[str], gates: list[GateResult], *, seed: int,
-                       seconds_so_far: float, compile_with: dict[str, Any] | None = None) -> VerifyResult:
+                       seconds_so_far: float, compile_with: dict[str, Any] | None = None,
+                       confirm_with: dict[str, Any] | None = None) -> VerifyResult:
     """The model gate (the performance model and the plausibility checks), the compile gate (the model's
     best configs compiled for each GPU; what does not compile is excluded and the model picks again),
     then the descriptors."""
@@ -274,6 +288,12 @@ def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, l
         if not gate.passed:
             return fail(gate.reason, gate="compile")
     model.reason, model.details = str(score.feedback), {"best_configs": list(score.best_configs)}
+    if confirm_with is not None:
+        from .confirm import confirm_gate
+        gate = confirm_gate(score=score, seed=seed, **confirm_with)
+        gates.append(gate)
+        if not gate.passed:
+            return fail(gate.reason, gate=gate.name)
     try:
         descriptors = describe(traces, score.hardware.get(hardware[0]))
     except Exception as exc:  # noqa: BLE001 - a trace the descriptors cannot read fails this candidate only

@@ -25,13 +25,13 @@ from ..task import Task
 #: The span run's inputs hold at most this many elements in all (the judge generates them and runs
 #: the reference on them) ...
 ELEMENT_BUDGET = 1 << 20
-#: ... its grid at most this many programs ...
-PROGRAM_BUDGET = 64
 #: ... and programs x blocks along its loop dimensions at most this many (the interpreter's cost).
 TRIP_BUDGET = 384
 DEFAULT_BLOCK = 256
 #: Dimensions with one program per element get this many programs.
 ROWS = 3
+#: The grid-span shape's grid asks for about this many programs.
+GRID_PROGRAMS = 256
 
 
 def block_size(config: dict[str, Any]) -> int:
@@ -72,19 +72,23 @@ def launch_tiles(probe: dict[str, Any], symbols: list[str]) -> list[dict[str, fl
             ones = (probe.get("ones") or {}).get(d)
             one = ones[i] if isinstance(ones, list) and len(ones) == len(totals) and isinstance(ones[i], int) \
                 and ones[i] > 0 else None
-            along = total / one if one else float(base.get(d, 1))      # unknown: as if one program per element
+            # a probe that failed tells nothing: take the dimension as one the kernel loops over, so the
+            # span shape keeps it large (a kernel cannot shrink its span shape by refusing a probe)
+            along = total / one if one else 1.0
             tiles[d] = math.inf if along < 1.5 else float(base.get(d, 1)) / along
         out.append(tiles)
     return out
 
 
 def span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dict[str, int] | None:
-    """The span shape for *config* given its grid *probe*; None when there is nothing to span
-    (no probe, no shape larger than the check shapes, or no shape within the budgets)."""
+    """The span shape for *config* given its grid *probe*; None when there is nothing to span (no
+    symbolic dimension, or no shape larger than the check shapes).  An unusable probe counts every
+    dimension as a loop dimension; a shape that stays over the budgets is still returned (the run's
+    time limit then decides: the verifier fails closed)."""
     symbols = shape_symbols(task)
-    launches = launch_tiles(probe, symbols)
-    if not symbols or launches is None or not task.target_shapes:
+    if not symbols or not task.target_shapes:
         return None
+    launches = launch_tiles(probe, symbols) or [{d: math.inf for d in symbols}]
     target = max(task.target_shapes, key=task.input_bytes)
     block = block_size(config)
     env = {k: int(v) for k, v in target.items()}
@@ -108,10 +112,40 @@ def span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dic
                 break
             d = max(shrinkable, key=lambda s: env[s])
             env[d] = max(ROWS if relax else floor[d], env[d] // 2 + 1)
-    if programs > PROGRAM_BUDGET or over(env):
-        return None
+    return _finish(task, env, symbols)
+
+
+def _finish(task: Task, env: dict[str, int], symbols: list[str]) -> dict[str, int] | None:
     env = {d: _odd(v) if d in symbols else v for d, v in env.items()}
     if any(env == dict(c) for c in task.check_shapes) or _elements(task, env) <= max(
             (_elements(task, c) for c in task.check_shapes), default=0):
         return None
     return env
+
+
+def grid_span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dict[str, int] | None:
+    """A shape with many programs: grid dimensions as large as :data:`GRID_PROGRAMS` programs allow
+    (up to their target extent), loop dimensions just past two blocks.  Kernels that change behaviour
+    with the number of rows or tiles (a large-grid code path) run it here, where it is compared."""
+    symbols = shape_symbols(task)
+    launches = launch_tiles(probe, symbols)
+    if not symbols or launches is None or not task.target_shapes:
+        return None
+    target = max(task.target_shapes, key=task.input_bytes)
+    grid = [d for d in symbols if any(not math.isinf(t[d]) for t in launches)]
+    if not grid:
+        return None
+    block = block_size(config)
+    env = {k: int(v) for k, v in target.items()}
+    per_dim = max(2, int(GRID_PROGRAMS ** (1.0 / len(grid))))
+    for d in symbols:
+        if d in grid:
+            t = min(tiles[d] for tiles in launches)
+            env[d] = min(env[d], max(1, int(per_dim * t)) + (1 if t >= 2 else 0))
+        else:
+            env[d] = min(env[d], 2 * block + 3)
+    loops = [d for d in symbols if d not in grid]
+    while _elements(task, env) > ELEMENT_BUDGET and any(env[d] > ROWS for d in loops):
+        d = max((d for d in loops if env[d] > ROWS), key=lambda s: env[s])
+        env[d] = max(ROWS, env[d] // 2 + 1)
+    return _finish(task, env, symbols)
