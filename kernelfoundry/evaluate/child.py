@@ -169,6 +169,14 @@ def preload() -> None:
         from . import child_check, child_trace  # noqa: F401
 
 
+def warm_up() -> str | None:
+    """Called once by the fork server after :func:`preload`: see :mod:`warmup`."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        return None
+    from .warmup import warm_up as run_warm_up
+    return run_warm_up()
+
+
 if __name__ == "__main__":
     sys.exit(main())
 else:

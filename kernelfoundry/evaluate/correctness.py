@@ -1,8 +1,9 @@
 """The correctness gate, judged in the driver: the plan of check runs and the verdict on their outputs.
 
-The driver plans the runs (:func:`plan_runs`): every check shape x value profile
-with the default config (the first run repeated for determinism; the fp16-range
-profile on the smallest shape only), every other
+The driver plans the runs (:func:`plan_runs`): the default config on every value
+profile at the smallest check shape (the first run repeated for determinism) and on
+"normal", "large" and one more profile drawn by the seed at the larger check shapes,
+every other
 kernel config at every check shape with the "normal" profile, and the span shape
 (:mod:`span_shape`: rows spanning several blocks) with the default config and the
 config with the largest blocks.  Every run executes its programs in a seeded
@@ -84,13 +85,27 @@ def _number(runs: list[dict[str, Any]], *, seed: int, first_call: int) -> list[d
     return runs
 
 
+#: Profiles every larger check shape runs (accumulation over long rows: precision and overflow).
+LARGER_SHAPE_PROFILES = ("normal", "large")
+
+
+def larger_shape_profiles(profiles: tuple[str, ...], *, seed: int, shape_index: int) -> tuple[str, ...]:
+    """The profiles a check shape past the smallest runs: :data:`LARGER_SHAPE_PROFILES` plus one more
+    drawn by the seed (never the range-only ones).  Value-dependent behaviour is caught on the smallest
+    shape, which runs every profile; the larger shapes are the interpreter's costliest runs."""
+    always = [p for p in LARGER_SHAPE_PROFILES if p in profiles]
+    rest = [p for p in profiles if p not in always and p not in WIDE_ONLY]
+    extra = [rest[(seed * 7_919 + shape_index * 104_729) % len(rest)]] if rest else []
+    return tuple(always + extra)
+
+
 def plan_runs(task: Task, configs: list[dict[str, Any]], *, seed: int,
               profiles: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
     """The check runs for the child, in order (JSON-able)."""
     profiles = profiles_for(task, profiles or profiles_for(task))
     shapes = sorted(task.check_shapes, key=lambda env: sum(math.prod(s) for s in task.input_shapes(env).values()))
     runs = [{"shape": dict(env), "profile": p, "config": dict(configs[0])} for i, env in enumerate(shapes)
-            for p in profiles if i == 0 or p not in WIDE_ONLY]      # range checks need no second shape
+            for p in (profiles if i == 0 else larger_shape_profiles(profiles, seed=seed, shape_index=i))]
     runs[0]["repeat"] = True
     runs += [{"shape": dict(env), "profile": "normal", "config": dict(c)} for c in configs[1:] for env in shapes]
     return _number(runs, seed=seed, first_call=1)

@@ -26,12 +26,12 @@ from ..task import Task
 #: the reference on them) ...
 ELEMENT_BUDGET = 1 << 20
 #: ... and programs x blocks along its loop dimensions at most this many (the interpreter's cost).
-TRIP_BUDGET = 384
+TRIP_BUDGET = 128
 DEFAULT_BLOCK = 256
 #: Dimensions with one program per element get this many programs.
 ROWS = 3
 #: The grid-span shape's grid asks for about this many programs.
-GRID_PROGRAMS = 256
+GRID_PROGRAMS = 64
 
 
 def block_size(config: dict[str, Any]) -> int:
