@@ -84,7 +84,7 @@ def test_seed_through_the_real_command():
         assert hw["latency_s"] > 0 and 0 < hw["sol_fraction"] <= 1 and "BLOCK_N" in hw["best_params"]
         assert hw["model_error"].startswith("predicted; model error on ")     # how far to trust the number
     assert "registers" in out["hardware"]["h100"]["compiled"] and out["hardware"]["ascend910b2"]["compiled"] == ""
-    assert [g["name"] for g in out["gates"]][-2:] == ["model", "compile"]
+    assert [g["name"] for g in out["gates"]][-3:] == ["model", "compile", "confirm"]
     text = format_text(VerifyResult.from_dict(out), task_name="softmax", kernel=SEED)
     for part in ("hack", "correctness", "descriptors: tiling", "objective:", "ascend910b2", "speed-of-light",
                  "best BLOCK_N=", "PASSED"):

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from ..task import Task
+from .arms import RECORDER
 from .channel import BlobWriter
 from .guard import DispatchGuard
 from .inputs import InputFactory, digest
@@ -166,6 +167,7 @@ def run_check(cand: LoadedCandidate, task: Task, run: dict[str, Any], *, seed: i
     before = [digest(t) for t in inputs]
     spans = [_storage_span(t) for t in inputs]
     params = {**run["config"], **hints}
+    RECORDER.take()                                   # arms taken before this run (probes) do not count
     outputs, session = _call(cand, inputs, params, order_seed=run["order_seed"], timeout=timeout)
     record: dict[str, Any] = {"inputs_before": before, "inputs_after": [digest(t) for t in inputs],
                               "launches": session.launches, "outputs": [],
@@ -184,6 +186,7 @@ def run_check(cand: LoadedCandidate, task: Task, run: dict[str, Any], *, seed: i
         first_starts = {_storage_span(t)[0] for t in outputs}
         record["repeat"] = [{**_put_output(blob, out), "same_buffer": _storage_span(out)[0] in first_starts}
                             for out in second]
+    record["arms"] = RECORDER.take()
     return record
 
 

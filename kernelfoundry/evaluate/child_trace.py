@@ -28,6 +28,7 @@ import torch
 
 from ..candidate import config_key
 from ..task import Task
+from .arms import RECORDER
 from .channel import BlobWriter
 from .guard import DispatchGuard
 from .inputs import trace_inputs
@@ -42,6 +43,8 @@ from .trace_loops import CONTROL, LoopLimit
 WAVE_PROGRAMS = 256
 KINDS = {"load": 0, "store": 1, "atomic": 2}
 OP_KINDS = {"elementwise": 0, "transcendental": 1, "reduction": 2}
+#: Bytes per element of a loaded-precision rank (trace_hooks.PRECISION_RANK).
+RANK_BYTES = {1: 1, 2: 2, 3: 4, 4: 8}
 
 
 class TraceFailure(Exception):
@@ -143,7 +146,9 @@ class TraceSession(Session):
         sampled = sample_programs(ctx.num_programs, self.trace_programs, self.rng)
         programs = []
         for pid in sampled:
-            CONTROL.reset(f"{len(self.launches)}:{pid}")
+            # one trip plan per launch: every sampled program samples the same trips, so programs that
+            # read the same data leave the same sectors (the judge checks the wave anchors against them)
+            CONTROL.reset(f"{len(self.launches)}")
             self._program = ProgramEvents(pid)
             try:
                 ctx.run_program(pid)
@@ -173,6 +178,7 @@ class TraceSession(Session):
         self._wave_rows = []
         count = min(ctx.num_programs, self.wave_programs)
         self.tagging = False                     # the wave pass records addresses only
+        RECORDER.active = False                  # and no branch arms (it cuts loops short)
         CONTROL.first_trips_only = True
         try:
             for pid in range(count):
@@ -186,6 +192,7 @@ class TraceSession(Session):
         finally:
             self._wave_seen = None
             self.tagging = True
+            RECORDER.active = True
             CONTROL.first_trips_only = False
         rows = np.array(self._wave_rows, dtype=np.int64).reshape(-1, 4)
         return {"programs": count, "anchors": self.blob.put(rows)}
@@ -219,8 +226,9 @@ class TraceSession(Session):
         *batch, m, k = a.data.shape
         n = b.data.shape[-1]
         count = int(np.prod(batch)) if batch else 1
-        operand_bytes = (a.data.size * max(1, a.dtype.primitive_bitwidth // 8)
-                         + b.data.size * max(1, b.dtype.primitive_bitwidth // 8))
+        loaded_bytes = RANK_BYTES.get(int(loaded_rank), 0)     # operands as read from memory (before casts)
+        operand_bytes = (a.data.size * max(1, a.dtype.primitive_bitwidth // 8, loaded_bytes)
+                         + b.data.size * max(1, b.dtype.primitive_bitwidth // 8, loaded_bytes))
         ev.dots.append([int(m), int(n), int(k), count, str(a.dtype.scalar), precision, int(loaded_rank),
                         CONTROL.current_trip, int(operand_bytes)])
         ev.max_block = max(ev.max_block, int(m * n * count))
@@ -257,6 +265,7 @@ def trace_config(launch, task: Task, shape_index: int, config: dict[str, Any], h
     CONTROL.sampling, CONTROL.seed = True, f"{seed}:{shape_index}:{config_key(config)}"
     inputs, mappings = trace_inputs(task, env, seed)
     signatures: list[dict[str, Any]] = []
+    RECORDER.take()
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -288,4 +297,4 @@ def trace_config(launch, task: Task, shape_index: int, config: dict[str, Any], h
     if not session.launches:
         raise TraceFailure("launch ran no Triton kernel.")
     return {"shape_index": shape_index, "shape": dict(env), "config": dict(config), "launches": session.launches,
-            "seconds": time.perf_counter() - start}
+            "arms": RECORDER.take(), "seconds": time.perf_counter() - start}

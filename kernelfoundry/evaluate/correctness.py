@@ -153,19 +153,33 @@ def traced_flags(signature: Any, kernel: str) -> tuple[str, tuple]:
 
 
 def unchecked_paths(traces: list, records: list[tuple[dict[str, Any], Any]], configs: list[dict[str, Any]]) -> str | None:
-    """Why a config the model picked runs, at a target shape, a kernel or a code-path switch (a 0/1
-    constexpr) that no correctness run of that config executed; None when every path was checked.
+    """Why a config the model picked runs, at a target shape, a branch arm (:mod:`arms`), a kernel or a
+    code-path switch (a 0/1 constexpr) that no correctness run of that config executed; None when every
+    path was checked.
 
     *records*: (planned run, its record) pairs of every correctness run."""
     checked: dict[str, set] = {}
+    arms: dict[str, set] = {}
     for planned, record in records:
         if isinstance(record, dict):
-            checked.setdefault(config_key(planned["config"]), set()).update(launched_flags(record.get("kernels")))
+            key = config_key(planned["config"])
+            checked.setdefault(key, set()).update(launched_flags(record.get("kernels")))
+            taken, bucket = record.get("arms"), arms.setdefault(key, set())
+            if isinstance(taken, list):
+                bucket.update(a for a in taken if isinstance(a, str))
     for config in configs:
         key = config_key({k: v for k, v in config.items() if k not in ("num_warps", "num_stages")})
         for trace in traces:
             if config_key(trace.config) != key:
                 continue
+            unchecked = sorted(set(trace.arms) - arms.get(key, set()))
+            if unchecked:
+                shape = ", ".join(f"{k}={v}" for k, v in trace.shape.items())
+                return (f"at the target shape {{{shape}}} config {key or 'default'} takes "
+                        f"{_arms_text(unchecked)}, which no correctness run took (the check shapes and the span "
+                        "shapes went the other way): what it computes there is unchecked. Take the same branches "
+                        "at every size (compute sizes, masks and trip counts from the shapes without "
+                        "size thresholds), or make the choice a PARAMS constexpr the checks run.")
             for launch in trace.launches:
                 path = traced_flags(launch.signature, launch.kernel)
                 if launch.signature is not None and path not in checked.get(key, set()):
@@ -176,6 +190,21 @@ def unchecked_paths(traces: list, records: list[tuple[dict[str, Any], Any]], con
                             "took others): what it computes there is unchecked. Use the same kernels and "
                             "switches at every size, or switch on something the checked shapes exercise.")
     return None
+
+
+_ARM_WORDS = {"then": "the `if` branch", "else": "the `else` branch", "body": "the loop body"}
+
+
+def _arms_text(arms: list[str]) -> str:
+    """``the else branch at line 31 (kernel rms_kernel)`` for the first arms of a list."""
+    parts = []
+    for arm in arms[:3]:
+        where, line, _col, kind = (arm.rsplit(":", 3) + ["", "", "", ""])[:4]
+        what = _ARM_WORDS.get(kind, "the short-circuited operand" if kind.startswith("operand") else kind)
+        scope = "in launch / host code" if where == "host" else f"in kernel {where}"
+        parts.append(f"{what} at line {line} ({scope})")
+    more = f" and {len(arms) - 3} more" if len(arms) > 3 else ""
+    return ", ".join(parts) + more
 
 
 def _span_text(mask: np.ndarray, noun: str) -> str:

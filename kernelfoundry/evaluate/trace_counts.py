@@ -3,7 +3,8 @@
 Runs in the driver, which never imports candidate code.  The child reports what each
 sampled program did, unweighted, with the loop executions and the trips they ran
 (:mod:`child_trace`); here every event is weighted by the trips it stands for
-(:func:`trace_loops.trip_weight`, nested loops multiply), the unique footprint of a
+(:mod:`trip_witness`: nested loops multiply; a witness trip stands in for middle samples
+that do less than it), the unique footprint of a
 program counts the 32-byte sectors it had not touched before (times the weight: a
 trip that reads new data stands for the unsampled trips that would too), dots are
 counted at the precision their operands were loaded at, and programs are combined
@@ -14,6 +15,7 @@ every index is checked: a malformed report is refused, not trusted.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Any
 
@@ -21,7 +23,7 @@ import numpy as np
 
 from .channel import BlobReader, ChannelError
 from .records import ConfigTrace, LaunchTrace, TensorTraffic
-from .trace_loops import trip_weight
+from .trip_witness import WORK_KINDS, WitnessError, trip_weights
 
 SECTOR_BYTES = 32
 _LOAD_BYTES, _STORE_BYTES, _LOAD_SECTORS, _STORE_SECTORS, _UNIQUE_LOAD, _UNIQUE_STORE = range(6)
@@ -64,26 +66,22 @@ def _require(ok: bool, what: str) -> None:
         raise MalformedTrace(what)
 
 
-def trip_weights(execs: list[list[Any]], trips: list[list[Any]]) -> tuple[list[float], float]:
-    """Weight of every trip id (0: outside loops) and the program's total loop trips."""
-    weights = [1.0]
-    for t, item in enumerate(trips, start=1):
-        _require(isinstance(item, list) and len(item) == 2, f"trip {t} is malformed")
-        exec_index, index = item
-        _require(isinstance(exec_index, int) and 0 <= exec_index < len(execs), f"trip {t} names no loop")
-        loop, kind, n, parent, plan = execs[exec_index]
-        _require(isinstance(parent, int) and 0 <= parent < t, f"trip {t} has a later parent")
-        _require(isinstance(n, int) and isinstance(plan, list) and index in plan and 0 <= index < n,
-                 f"trip {t} is not in its loop's plan")
-        weights.append(weights[parent] * trip_weight(n, plan, index))
-    total = 0.0
-    for item in execs:
-        _require(isinstance(item, list) and len(item) == 5, "a loop record is malformed")
-        loop, kind, n, parent, plan = item
-        _require(kind in ("for", "while") and isinstance(n, int) and n >= 0 and isinstance(parent, int)
-                 and 0 <= parent < len(weights), "a loop record is malformed")
-        total += n * weights[parent]
-    return weights, total
+def own_work(accesses: np.ndarray, record: dict[str, Any], n_trips: int) -> np.ndarray:
+    """``[n_trips, len(WORK_KINDS)]``: the unweighted work each trip id recorded itself."""
+    work = np.zeros((n_trips, len(WORK_KINDS)))
+    for kind, _tensor, _site, trip, elems, _n in accesses.tolist():
+        _require(kind in (0, 1, 2) and 0 <= trip < n_trips and elems >= 0, "an access record is malformed")
+        work[int(trip), int(kind)] += elems
+    for dot in record.get("dots", []):
+        _require(isinstance(dot, list) and len(dot) == 9 and isinstance(dot[7], int) and 0 <= dot[7] < n_trips
+                 and all(isinstance(v, int) and v >= 0 for v in dot[:4]), "a dot record is malformed")
+        work[dot[7], 3] += 2.0 * dot[0] * dot[1] * dot[2] * dot[3]
+    for op in record.get("ops", []):
+        _require(isinstance(op, list) and len(op) == 3 and isinstance(op[0], int) and 0 <= op[0] < n_trips
+                 and op[1] in (0, 1, 2) and isinstance(op[2], (int, float)) and math.isfinite(op[2]),
+                 "an op record is malformed")
+        work[op[0], 4 + op[1]] += float(op[2])
+    return work
 
 
 class ProgramCounts:
@@ -97,6 +95,9 @@ class ProgramCounts:
         self.ops = {k: 0.0 for k in OP_KINDS}
         self.max_block = 0
         self.loop_trips = 0.0
+        self.witnessed: list[str] = []          # loops whose middle samples the witness trip replaced
+        self.firsts: dict[int, list[tuple[int, int]]] = defaultdict(list)   # tensor -> (site, first sector)
+        self.signatures: dict[int, int] = {}    # tensor -> hash of every sector the program loaded from it
 
     @property
     def total_bytes(self) -> float:
@@ -110,18 +111,29 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
     """Weighted counts of one sampled program from its raw events."""
     n_tensors = len(tensors)
     counts = ProgramCounts(n_tensors)
-    weights, counts.loop_trips = trip_weights(record.get("execs", []), record.get("trips", []))
     accesses = blob.get(record["accesses"]).reshape(-1, 6) if record.get("accesses") else np.zeros((0, 6))
     sectors = blob.get(record["sectors"]) if record.get("sectors") else np.zeros(0, dtype=np.int64)
     _require(int(accesses[:, 5].sum()) == sectors.size if len(accesses) else True, "sector counts do not add up")
+    trips = record.get("trips", [])
+    _require(isinstance(trips, list), "the trip list is malformed")
+    try:
+        weights, counts.loop_trips = trip_weights(record.get("execs", []), trips,
+                                                  own_work(accesses, record, len(trips) + 1),
+                                                  on_witness=counts.witnessed.append)
+    except WitnessError as exc:
+        raise MalformedTrace(str(exc)) from None
     seen: list[tuple[set[int], set[int]]] = [(set(), set()) for _ in range(n_tensors)]
+    first_seen: set[tuple[int, int]] = set()
     cursor = 0
-    for kind, tensor, _site, trip, elems, n_sec in accesses.tolist():
+    for kind, tensor, site, trip, elems, n_sec in accesses.tolist():
         _require(0 <= tensor < n_tensors and 0 <= trip < len(weights) and kind in (0, 1, 2) and elems >= 0,
                  "an access record is malformed")
         w = weights[trip]
         chunk = sectors[cursor:cursor + n_sec].tolist()
         cursor += n_sec
+        if kind != 1 and chunk and (tensor, site) not in first_seen:      # the wave pass's anchor rule
+            first_seen.add((tensor, site))
+            counts.firsts[tensor].append((site, min(chunk)))
         elem_bytes = tensors[tensor]["elem_bytes"]
         row = counts.traffic[tensor]
         for is_store in ((False, True) if kind == 2 else (kind == 1,)):
@@ -145,22 +157,44 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
         else:
             counts.dot_flops[scored] += flops * (3.0 if scored == "fp32" and precision == "tf32x3" else 1.0)
         counts.dot_shapes.add((m, n, k, scored))
-        counts.dot_trip_bytes[trip] += operand_bytes
+        if loaded_rank > 0 or str(dtype) not in DTYPE_RANK:    # operands fed from memory (ints: untagged)
+            counts.dot_trip_bytes[trip] += operand_bytes       # what a pipeline stage holds
     for trip, kind, amount in record.get("ops", []):
         _require(isinstance(trip, int) and 0 <= trip < len(weights) and kind in (0, 1, 2), "an op record is malformed")
         counts.ops[OP_KINDS[kind]] += float(amount) * weights[trip]
     counts.max_block = int(record.get("max_block", 0))
+    for tensor, (loaded, _stored) in enumerate(seen):
+        if loaded:
+            counts.signatures[tensor] = hash(tuple(sorted(loaded)))
     return counts
 
 
+def unanchored(counts: list[ProgramCounts], n_tensors: int) -> set[int]:
+    """Tensors whose wave anchors cannot be trusted: two sampled programs with the same first sectors
+    at every load site (the anchors say they read the same data) loaded different sectors at the same
+    sampled trips.  Their footprint then assumes no sharing between programs."""
+    out = set()
+    for tensor in range(n_tensors):
+        by_anchor: dict[tuple, int] = {}
+        for c in counts:
+            if tensor not in c.signatures:
+                continue
+            key = tuple(sorted(c.firsts.get(tensor, [])))
+            if by_anchor.setdefault(key, c.signatures[tensor]) != c.signatures[tensor]:
+                out.add(tensor)
+                break
+    return out
+
+
 def footprint(wave: dict[str, Any], blob: BlobReader, num_programs: int, names: list[str],
-              loaded: set[int]) -> dict[str, list[list[int]]]:
-    """For each loaded tensor, [[w, distinct anchor sectors of programs 0..w-1], ...] (all load sites)."""
+              loaded: set[int], untrusted: set[int] = frozenset()) -> dict[str, list[list[int]]]:
+    """For each loaded tensor, [[w, distinct anchor sectors of programs 0..w-1], ...] (all load sites);
+    no points for *untrusted* tensors (see :func:`unanchored`)."""
     rows = blob.get(wave["anchors"]).reshape(-1, 4) if wave.get("anchors") else np.zeros((0, 4), dtype=np.int64)
     count = int(wave.get("programs", 0))
     widths = wave_widths(num_programs, count) if count else []
     out: dict[str, list[list[int]]] = {}
-    for tensor in sorted(loaded):
+    for tensor in sorted(loaded - set(untrusted)):
         mine = rows[rows[:, 1] == tensor]
         points = []
         for w in widths:
@@ -196,10 +230,11 @@ def build_launch_trace(record: dict[str, Any], blob: BlobReader) -> LaunchTrace:
             load_bytes=float(total[_LOAD_BYTES]), store_bytes=float(total[_STORE_BYTES]),
             load_sectors=float(total[_LOAD_SECTORS]), store_sectors=float(total[_STORE_SECTORS]),
             unique_load_bytes=float(total[_UNIQUE_LOAD]), unique_store_bytes=float(total[_UNIQUE_STORE]),
-            role=str(t.get("role", "")))
+            role=str(t.get("role", "")),
+            max_unique_load_bytes=max((float(c.traffic[i, _UNIQUE_LOAD]) for c in counts), default=0.0))
     dtypes = sorted({d for c in counts for d in c.dot_flops})
     per_program_bytes = [c.total_bytes for c in counts]
-    mean_bytes = sum(per_program_bytes) / len(per_program_bytes) if per_program_bytes else 0.0
+    mean_bytes = mean(lambda c: c.total_bytes)          # the grid's mean (sampled programs weighted)
     loaded = set().union(*(c.loaded() for c in counts)) if counts else set()
     return LaunchTrace(
         kernel=str(record["kernel"]), grid=tuple(grid), num_programs=num_programs, sampled_programs=sampled,
@@ -211,9 +246,11 @@ def build_launch_trace(record: dict[str, Any], blob: BlobReader) -> LaunchTrace:
         transcendental_ops=mean(lambda c: c.ops["transcendental"]),
         reduction_elems=mean(lambda c: c.ops["reduction"]),
         loop_trips=mean(lambda c: c.loop_trips),
+        max_loop_trips=max((c.loop_trips for c in counts), default=0.0),
         max_block_elems=max((c.max_block for c in counts), default=0),
         program_bytes_spread=max(per_program_bytes) / mean_bytes if mean_bytes > 0 else 1.0,
-        footprint=footprint(record.get("wave", {}), blob, num_programs, names, loaded),
+        footprint=footprint(record.get("wave", {}), blob, num_programs, names, loaded,
+                            unanchored(counts, len(tensors))),
         signature=record.get("signature") if isinstance(record.get("signature"), dict) else None)
 
 
@@ -221,9 +258,11 @@ def build_config_trace(record: dict[str, Any], blob: BlobReader) -> ConfigTrace:
     """One :class:`ConfigTrace` from a child's (shape, config) record; raises MalformedTrace."""
     try:
         launches = [build_launch_trace(l, blob) for l in record["launches"]]
+        arms = record.get("arms", [])
+        _require(isinstance(arms, list) and all(isinstance(a, str) for a in arms), "the branch arms are malformed")
         return ConfigTrace(shape_index=int(record["shape_index"]), shape=dict(record["shape"]),
                            config=dict(record["config"]), launches=launches,
-                           seconds=float(record.get("seconds", 0.0)))
+                           seconds=float(record.get("seconds", 0.0)), arms=list(arms))
     except (KeyError, TypeError, ValueError, IndexError, ChannelError, AttributeError) as exc:
         raise MalformedTrace(f"{type(exc).__name__}: {exc}") from None
 

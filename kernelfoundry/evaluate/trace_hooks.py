@@ -57,7 +57,7 @@ SELECT_OPS = ("create_select",)        # counted when the selected values are fl
 TRANSCENDENTAL_OPS = ("create_exp", "create_exp2", "create_log", "create_log2", "create_sqrt",
                       "create_precise_sqrt", "create_rsqrt", "create_sin", "create_cos", "create_erf")
 _MEMORY_OPS = ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas",
-               "create_dot", "create_dot_scaled")
+               "create_dot", "create_dot_scaled", "create_descriptor_gather")
 #: Launch options a candidate may pass (see hack_policy.LAUNCH_OPTIONS); recorded for the compiler.
 LAUNCH_OPTION_NAMES = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
@@ -414,13 +414,24 @@ def _builder_hooks(builder: Any, session: Session) -> dict[str, Any]:
         session.access("store", ptrs.data, mask.data, _elem_bytes(ptrs))
         return orig["create_masked_store"](ptrs, value, mask, cache_policy)
 
+    def loaded(result, ptr_element_ty):
+        """Values read from memory carry the precision they were read at."""
+        if track:
+            rank = _rank(ptr_element_ty)
+            if rank and isinstance(result, interp.TensorHandle):
+                result.kf_src = max(rank, getattr(result, "kf_src", 0))
+        return result
+
     def atomic_rmw(rmw_op, ptr, val, mask, sem, scope):
         session.access("atomic", ptr.data, None if mask is None else mask.data, _elem_bytes(ptr))
-        return orig["create_atomic_rmw"](rmw_op, ptr, val, mask, sem, scope)
+        return loaded(orig["create_atomic_rmw"](rmw_op, ptr, val, mask, sem, scope), ptr.get_element_ty())
 
     def atomic_cas(ptr, cmp, val, sem, scope):
         session.access("atomic", ptr.data, None, _elem_bytes(ptr))
-        return orig["create_atomic_cas"](ptr, cmp, val, sem, scope)
+        return loaded(orig["create_atomic_cas"](ptr, cmp, val, sem, scope), ptr.get_element_ty())
+
+    def descriptor_gather(desc, x_offsets, y_offset, type):
+        return loaded(orig["create_descriptor_gather"](desc, x_offsets, y_offset, type), desc.base.dtype.element_ty)
 
     def dot(a, b, d, input_precision, max_num_imprecise_acc):
         precision = getattr(input_precision, "name", str(input_precision)).lower()
@@ -436,7 +447,7 @@ def _builder_hooks(builder: Any, session: Session) -> dict[str, Any]:
 
     hooks = {"create_masked_load": masked_load, "create_masked_store": masked_store,
              "create_atomic_rmw": atomic_rmw, "create_atomic_cas": atomic_cas,
-             "create_dot": dot, "create_dot_scaled": dot_scaled}
+             "create_dot": dot, "create_dot_scaled": dot_scaled, "create_descriptor_gather": descriptor_gather}
 
     def counting(name: str, kind: str, per_elem: int, float_only: bool):
         method = orig[name]
@@ -482,18 +493,38 @@ def _tagging(method, session: Session):
     return wrapper
 
 
+def _carry_tags(inputs: tuple, results: Any, session: Session) -> Any:
+    """Reductions and scans compute outside the builder: their results keep the widest loaded
+    precision of their inputs (else a reduce would launder fp32 data into an fp16 dot)."""
+    if not session.tagging:
+        return results
+    rank = max((getattr(getattr(t, "handle", None), "kf_src", 0) for t in inputs), default=0)
+    if rank:
+        for t in results if isinstance(results, tuple) else (results,):
+            handle = getattr(t, "handle", None)
+            if isinstance(handle, interp.TensorHandle) and rank > getattr(handle, "kf_src", 0):
+                handle.kf_src = rank
+    return results
+
+
 def _reduce_apply(self, input):
     session = _current
     if session is not None and session.count_ops and isinstance(input, tuple):   # apply() re-enters with a tuple
         session.on_ops("reduction", int(input[0].handle.data.size), 1)
-    return _ORIG_REDUCE_APPLY(self, input)
+    result = _ORIG_REDUCE_APPLY(self, input)
+    if session is not None and session.track_precision and isinstance(input, tuple):
+        _carry_tags(input, result, session)
+    return result
 
 
 def _scan_apply(self, input):
     session = _current
     if session is not None and session.count_ops and isinstance(input, tuple):   # apply() re-enters with a tuple
         session.on_ops("reduction", int(input[0].handle.data.size), 1)
-    return _ORIG_SCAN_APPLY(self, input)
+    result = _ORIG_SCAN_APPLY(self, input)
+    if session is not None and session.track_precision and isinstance(input, tuple):
+        _carry_tags(input, result, session)
+    return result
 
 
 @contextmanager

@@ -6,7 +6,8 @@ that (1) the rewritten function runs in a *private* globals dict (the candidate'
 module names, the two names the interpreter's rewrite needs, a short list of
 builtins and the loop helpers below) instead of the candidate's own module dict,
 which upstream fills with the interpreter's globals; so the instrumentation is
-unreachable from the candidate's namespace and no injected name leaks into it;
+unreachable from the candidate's namespace and no injected name leaks into it
+(the branch-arm recorder of :mod:`arms` is added there too);
 (2) every loop goes through a helper: ``for x in IT`` becomes
 ``for x in _kf_for(IT, "kernel:line")`` and ``while C`` is bracketed by
 ``_kf_while_begin`` / ``_kf_while_test(C, ...)`` / ``_kf_while_end``.
@@ -14,11 +15,13 @@ unreachable from the candidate's namespace and no injected name leaks into it;
 :data:`CONTROL` decides what the helpers do.  In ``full`` mode (correctness runs)
 every trip runs; ``while`` loops are only counted, with a trip limit that turns a
 spin-wait or an endless loop into a clear failure.  In ``sample`` mode (the trace)
-a ``for`` loop of *n* > 5 trips runs trips ``0``, three seeded-random middle trips
-and ``n-1``: a kernel cannot know which middle trips are looked at, so it cannot
-make just those idle.  The child records, per loop execution, its trip count and
-the trips it ran; the judge derives the weights (first and last stand for
-themselves, the middle samples for the ``n-2`` middle trips).  ``while`` loops run
+a ``for`` loop of *n* > 6 trips runs trips ``0`` and ``1``, three seeded-random
+middle trips and ``n-1``: a kernel cannot know which middle trips are looked at, so
+it cannot make just those idle, and trip ``1`` (which follows trip 0 as in a full
+run) is the witness of what an unsampled trip does (:mod:`trip_witness`).  The
+child records, per loop execution, its trip count and the trips it ran; the judge
+derives the weights (head and last trips stand for themselves, the middle samples
+for the ``n-3`` middle trips).  ``while`` loops run
 in full and record their trip count, so they cost what ``for`` loops cost.
 """
 
@@ -30,9 +33,10 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from .arms import ARM_HELPER, _kf_arm, instrument_kernel
 from .hack_policy import KERNEL_BUILTINS
 
-HEAD, MIDDLE, TAIL = 1, 3, 1
+HEAD, MIDDLE, TAIL = 2, 3, 1
 #: A single ``while`` loop execution may run at most this many trips.
 WHILE_TRIP_LIMIT = 100_000
 FOR_HELPER, WHILE_BEGIN, WHILE_TEST, WHILE_END = "_kf_for", "_kf_while_begin", "_kf_while_test", "_kf_while_end"
@@ -151,7 +155,8 @@ def _while_end(loop):
     CONTROL.while_end(loop)
 
 
-HELPERS = {FOR_HELPER: _for, WHILE_BEGIN: _while_begin, WHILE_TEST: _while_test, WHILE_END: _while_end}
+HELPERS = {FOR_HELPER: _for, WHILE_BEGIN: _while_begin, WHILE_TEST: _while_test, WHILE_END: _while_end,
+           ARM_HELPER: _kf_arm}
 
 
 class LoopTransformer(ast.NodeTransformer):
@@ -187,7 +192,8 @@ class ReservedName(BaseException):
 
 def kernel_globals(fn_globals: dict[str, Any], interp_module: Any) -> dict[str, Any]:
     """The private globals a rewritten kernel runs in (never the candidate's module dict)."""
-    clash = sorted(n for n in fn_globals if n in HELPERS or n in ("interpreter_semantic", "_InterpreterComparison"))
+    clash = sorted(n for n in fn_globals if (n in HELPERS and fn_globals[n] is not HELPERS[n])
+                   or n in ("interpreter_semantic", "_InterpreterComparison"))
     if clash:
         raise ReservedName(f"the module binds {', '.join(clash)}, names reserved for the verifier and the interpreter")
     namespace = {name: value for name, value in fn_globals.items() if not name.startswith("__")}
@@ -207,6 +213,7 @@ def install() -> None:
     from triton.runtime import interpreter as interp
 
     def compile_and_exec(self, transformed_ast):
+        transformed_ast = instrument_kernel(transformed_ast, self.fn.__name__)
         transformed_ast = LoopTransformer(self.fn.__name__).visit(transformed_ast)
         ast.fix_missing_locations(transformed_ast)
         code = compile(transformed_ast, filename=self.filename, mode="exec")

@@ -121,7 +121,12 @@ def evaluate(feat: LaunchFeatures, rows: np.ndarray, warps: np.ndarray, stages: 
     P = f(feat.programs)
     raw_trips = f(feat.loop_trips)
     trips = np.maximum(raw_trips, 1.0)
-    s_eff = np.where(has_dot & (raw_trips > 1), np.maximum(stages, 1.0), hw.auto_buffers)
+    # num_stages pipelines the loads that feed dots (their operand tiles, loaded from memory); the
+    # loop's other loads keep the backend's automatic buffering: the credit is the fed share of a trip.
+    trip_loads = f(feat.load_bytes) / trips
+    fed = np.clip(f(feat.dot_operand_bytes) / np.maximum(trip_loads, 1.0), 0.0, 1.0)
+    s_eff = np.where(has_dot & (raw_trips > 1),
+                     fed * np.maximum(stages, 1.0) + (1.0 - fed) * hw.auto_buffers, hw.auto_buffers)
 
     occ = occupancy(hw, has_dot=has_dot, warps=warps, stages=stages, dot_operand_bytes=f(feat.dot_operand_bytes),
                     max_block_elems=f(feat.max_block_elems), a_tile_bytes=f(feat.a_tile_bytes),
@@ -159,9 +164,11 @@ def evaluate(feat: LaunchFeatures, rows: np.ndarray, warps: np.ndarray, stages: 
     t_epilogue = serial_write / hw.dram_bw * vec_penalty
     t_dram = (tr.dram_read + tr.dram_write - serial_write) / hw.dram_bw * vec_penalty
     l2_slices = tr.l2_bytes + tr.dram_read + tr.dram_write           # hits, and the fills / write-backs of misses
-    t_l2 = np.maximum(l2_slices / hw.l2_bw, n_core * tr.l2_bytes_per_program / hw.port_bw) * vec_penalty
+    t_l2 = np.maximum(l2_slices / hw.l2_bw, n_core * imbalance * tr.l2_bytes_per_program / hw.port_bw) * vec_penalty
     latency_each = hw.lat_l2 + tr.miss_ratio * (hw.lat_dram - hw.lat_l2)
-    t_lat = np.ceil(n_core / r_eff) * np.maximum(1.0, trips / s_eff) * latency_each
+    # the memory latency chain: waves of programs, and never shorter than the longest program's own
+    t_lat = np.maximum(np.ceil(n_core / r_eff) * np.maximum(1.0, trips / s_eff),
+                       np.maximum(1.0, f(feat.max_loop_trips) / s_eff)) * latency_each
     t_memory = np.maximum(np.maximum(t_dram, t_l2), t_lat)
 
     # Compute and memory overlap through d independent streams per core: resident programs x

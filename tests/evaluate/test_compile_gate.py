@@ -29,7 +29,7 @@ def test_matmul_seed_compiles_and_the_model_uses_the_compilers_figures(cache_dir
     r = verify(MATMUL, source, ["h100", "ascend910b2"], compile_cache=cache_dir)
     assert r.passed, r.reason
     gate = next(g for g in r.gates if g.name == "compile")
-    assert [g.name for g in r.gates][-2:] == ["model", "compile"]
+    assert [g.name for g in r.gates][-3:] == ["model", "compile", "confirm"]
     h100 = gate.details["hardware"]["h100"]
     assert h100["status"] == "ok" and h100["target"] == "cuda:90:32"
     assert gate.details["hardware"]["ascend910b2"]["status"] == "no_backend"

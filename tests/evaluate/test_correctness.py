@@ -47,7 +47,10 @@ def test_shipped_seeds_pass_load_and_correctness():
         plan = plan_runs(task, kernel_configs(parse_param_space(source), cap=1), seed=5)
         assert gate["details"]["runs"] == len(plan)
         profiles = 7 if name == "softmax" else 6                  # fp32 tasks add the fp16-range profile
-        assert len(plan) == 2 * 6 + (profiles - 6) and plan[0]["repeat"]
+        # every profile at the smallest shape; normal, large and one seeded profile at the larger one
+        assert len(plan) == profiles + 3 and plan[0]["repeat"]
+        larger = [r["profile"] for r in plan[profiles:]]
+        assert larger[:2] == ["normal", "large"] and larger[2] not in ("normal", "large", "wide")
 
 
 def test_every_config_runs_and_hints_reach_launch():

@@ -37,11 +37,11 @@ def trace(source, task, configs, *, trace_programs=4, timeout=60.0, expect_pass=
 
 
 def test_trip_plan_samples_random_middle_trips_weighted_to_the_full_count():
-    assert trip_plan(5, random.Random(0)) == [0, 1, 2, 3, 4]
+    assert trip_plan(6, random.Random(0)) == [0, 1, 2, 3, 4, 5]
     plans = {tuple(trip_plan(128, random.Random(seed))) for seed in range(20)}
     assert len(plans) > 10, "middle trips must vary with the seed (a kernel cannot know which are looked at)"
-    for plan in plans:
-        assert plan[0] == 0 and plan[-1] == 127 and len(plan) == 5 and list(plan) == sorted(set(plan))
+    for plan in plans:       # trips 0 and 1 (the witness), three random middle trips, the last
+        assert plan[:2] == (0, 1) and plan[-1] == 127 and len(plan) == 6 and list(plan) == sorted(set(plan))
         assert sum(trip_weight(128, list(plan), i) for i in plan) == pytest.approx(128)
 
 
@@ -286,3 +286,10 @@ def test_the_kernel_globals_are_private():
             module.launch(torch.ones(300), torch.ones(300), BLOCK=256, num_warps=4, num_stages=1)
         assert set(vars(module)) == before
         assert "np" not in vars(module) and "_kf_for" not in vars(module)
+
+
+def test_fork_server_warm_up_runs_clean():
+    """The fork servers' warm-up (a trusted kernel through a check and a trace job) must succeed, or
+    every sandboxed job silently starts cold again."""
+    from kernelfoundry.evaluate.warmup import warm_up
+    assert warm_up() is None
