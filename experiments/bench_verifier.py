@@ -1,7 +1,7 @@
 """Verifier speed: seconds per candidate, all gates, for every shipped task.
 
     python experiments/bench_verifier.py [--variants 3] [--tasks softmax,matmul] [--no-compile]
-                                         [--json OUT] [--smoke]
+                                         [--compile-cache DIR] [--json OUT] [--smoke]
 
 For each task in experiments/tasks/: its seed kernels plus a few variants made
 by the built-in (offline) mutator, each verified once, sequentially, in this
@@ -10,8 +10,10 @@ verification first starts the fork servers and imports the performance model;
 its time is reported separately.  Prints a table of median and p90 seconds per
 candidate and the median per stage: check (the sandboxed check job and its
 judgement), trace (the trace job: span runs and traces), model, compile (the
-compile gate, with its cache hit rate over the run).  ``--smoke`` verifies the
-relu seed once (a test runs it).
+compile gate, with its cache hit rate over the run), confirm (the picked configs'
+span runs and path coverage).  Compiles go to a fresh cache directory unless
+``--compile-cache`` names one, so every new candidate pays its compile as in a
+search.  ``--smoke`` verifies the relu seed once (a test runs it).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -53,7 +56,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
-STAGES = ("check", "trace", "model", "compile")
+STAGES = ("check", "trace", "model", "compile", "confirm")
 
 
 def stage_seconds(result) -> dict[str, float]:
@@ -63,14 +66,16 @@ def stage_seconds(result) -> dict[str, float]:
     details = compile_gate.details if compile_gate else {}
     return {"check": by_gate.get("correctness", 0.0), "trace": by_gate.get("trace", 0.0),
             "model": by_gate.get("model", 0.0), "compile": by_gate.get("compile", 0.0),
+            "confirm": by_gate.get("confirm", 0.0),
             "compile_hits": details.get("cache_hits", 0), "compile_misses": details.get("cache_misses", 0)}
 
 
-def bench_task(task, variants: int, seed: int, hardware: list[str] | None, *, compile: bool = True) -> dict:
+def bench_task(task, variants: int, seed: int, hardware: list[str] | None, *, compile: bool = True,
+               compile_cache: str | None = None) -> dict:
     rows = []
     for label, source in candidates(task, variants, seed):
         start = time.perf_counter()
-        result = verify(task, source, hardware, seed=seed, compile=compile)
+        result = verify(task, source, hardware, seed=seed, compile=compile, compile_cache=compile_cache)
         wall = time.perf_counter() - start
         rows.append({"label": label, "seconds": wall, **stage_seconds(result),
                      "passed": result.passed, "gate": result.gate, "reason": result.reason[:160]})
@@ -88,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", metavar="OUT", help="also write all rows as JSON")
     p.add_argument("--no-compile", action="store_true", help="skip the compile gate")
+    p.add_argument("--compile-cache", metavar="DIR",
+                   help="compile cache to use (default: a fresh temporary one: every compile is cold)")
     p.add_argument("--smoke", action="store_true", help="one quick verification of the relu seed (for tests)")
     args = p.parse_args(argv)
     paths = sorted((REPO / "experiments" / "tasks").glob("*.yaml"))
@@ -98,8 +105,11 @@ def main(argv: list[str] | None = None) -> int:
         paths = [q for q in paths if q.stem in wanted]
     hardware = args.hardware.split(",") if args.hardware else None
     tasks = [load_task(q) for q in paths]
+    scratch = None if args.compile_cache else tempfile.TemporaryDirectory(prefix="kf-bench-compile-")
+    cache = args.compile_cache or scratch.name
     start = time.perf_counter()
-    warm = verify(tasks[0], tasks[0].seed_sources()[0][1], hardware, compile=not args.no_compile)
+    warm = verify(tasks[0], tasks[0].seed_sources()[0][1], hardware, compile=not args.no_compile,
+                  compile_cache=cache)
     warm_s = time.perf_counter() - start
     print(f"warm-up (fork servers start + model import): {warm_s:.2f} s ({'pass' if warm.passed else warm.gate}); "
           f"cpus visible {os.cpu_count()}")
@@ -109,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     print(header)
     print("-" * len(header))
     for task in tasks:
-        r = bench_task(task, args.variants, args.seed, hardware, compile=not args.no_compile)
+        r = bench_task(task, args.variants, args.seed, hardware, compile=not args.no_compile, compile_cache=cache)
         results.append(r)
         print(f"{r['task']:<22} {r['level']:>3} {r['n']:>3} {r['passed']:>4} {r['median_s']:>9.2f} "
               f"{r['p90_s']:>7.2f} " + " ".join(f"{r[f'median_{s}_s']:>9.2f}" for s in STAGES), flush=True)
@@ -124,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"compile cache: {hits} of {hits + misses} compiles from the cache ({100 * hits / (hits + misses):.0f}%)")
     if args.json:
         Path(args.json).write_text(json.dumps({"warmup_s": warm_s, "tasks": results}, indent=1))
+    if scratch is not None:
+        scratch.cleanup()
     return 0
 
 

@@ -112,7 +112,8 @@ def _fit_error(resources: CompiledResources, hardware: str) -> str:
 def compile_candidate(source: str, signatures_by_config: Mapping[str, Sequence[LaunchSignature | dict]],
                       hardware: Sequence[str], *, cache: CompileCache | str | Path | None = None,
                       limits: SandboxLimits | None = None, sass: bool | str = "auto", workers: int | None = None,
-                      mode: str | None = None) -> CompileReport:
+                      mode: str | None = None,
+                      configs_by_hardware: Mapping[str, Sequence[str]] | None = None) -> CompileReport:
     """Compile every launch of every config for every hardware; never raises for the candidate's faults.
 
     *signatures_by_config*: config key (e.g. ``candidate.config_key(config)``) ->
@@ -120,7 +121,8 @@ def compile_candidate(source: str, signatures_by_config: Mapping[str, Sequence[L
     :class:`LaunchSignature`).  *hardware*: names from ``hardware/``.  *cache*:
     a :class:`CompileCache`, a directory, or None (the default location).
     *sass*: disassemble every cubin (True), none (False) or those that spill
-    ("auto").  *workers*: parallel ptxas runs (default: CPUs).  Raises
+    ("auto").  *workers*: parallel ptxas runs (default: CPUs).  *configs_by_hardware*: when
+    given, only these config keys are compiled for each hardware (others: every config).  Raises
     ``SignatureError`` for malformed records and ``HardwareError`` for unknown
     hardware (the caller's mistakes).
     """
@@ -137,6 +139,9 @@ def compile_candidate(source: str, signatures_by_config: Mapping[str, Sequence[L
         toolchain = toolchain_id(target)
         plan[name] = {}
         for cfg, cfg_sigs in sigs.items():
+            if configs_by_hardware is not None and name in configs_by_hardware \
+                    and cfg not in configs_by_hardware[name]:
+                continue
             keys = []
             for sig in cfg_sigs:
                 key = compile_key(src_hash, sig.canonical(), target.text, version, toolchain)

@@ -42,13 +42,12 @@ class CheckSession(Session):
         self.kernels: list[tuple[str, dict[str, Any]]] = []
         self.rng = random.Random(order_seed)
         self._pid = 0
-        self._accesses: dict[str, list[np.ndarray]] = {"load": [], "store": [], "load_pid": [], "store_pid": []}
+        self._accesses: dict[int, dict[str, list[np.ndarray]]] = {}     # per storage: addresses and pids
 
     def launch(self, ctx: LaunchContext) -> None:
         self.launches += 1
         self.kernels.append((ctx.kernel, {k: v for k, v in ctx.call_args.items() if k in ctx.constexprs}))
-        for key in self._accesses:
-            self._accesses[key] = []
+        self._accesses = {}
         order = list(range(ctx.num_programs))
         self.rng.shuffle(order)                  # a kernel right only in launch order is wrong on a GPU
         for pid in order:
@@ -65,30 +64,36 @@ class CheckSession(Session):
                 self.stored.add(tensor.start)
         if kind == "atomic":
             return
-        for _, addrs in parts:
-            self._accesses[kind].append(addrs)
-            self._accesses[kind + "_pid"].append(np.full(addrs.size, self._pid, dtype=np.int64))
+        for tensor, addrs in parts:
+            bucket = self._accesses.setdefault(tensor.start, {"load": [], "store": [], "load_pid": [],
+                                                              "store_pid": []})
+            bucket[kind].append(addrs)
+            bucket[kind + "_pid"].append(np.full(addrs.size, self._pid, dtype=np.int64))
 
 
-def find_race(accesses: dict[str, list[np.ndarray]], ctx: LaunchContext) -> str | None:
-    """Why this launch races (two programs touch one element, one of them storing, no atomics), or None."""
-    if not accesses["store"]:
-        return None
-    stores, store_pids = np.concatenate(accesses["store"]), np.concatenate(accesses["store_pid"])
-    pairs = np.unique(np.stack([stores, store_pids], axis=1), axis=0)
-    addrs, counts = np.unique(pairs[:, 0], return_counts=True)
-    if (counts > 1).any():
-        addr = int(addrs[np.argmax(counts > 1)])
-        pids = pairs[pairs[:, 0] == addr][:2, 1].tolist()
-        return _race_text(ctx, addr, pids, "store to")
-    if accesses["load"]:
-        loads, load_pids = np.concatenate(accesses["load"]), np.concatenate(accesses["load_pid"])
-        owner = pairs[:, 1]                                     # one storing program per address now
-        idx = np.clip(np.searchsorted(addrs, loads), 0, len(addrs) - 1)
-        cross = (addrs[idx] == loads) & (owner[idx] != load_pids)
-        if cross.any():
-            k = int(np.argmax(cross))
-            return _race_text(ctx, int(loads[k]), [int(owner[idx[k]]), int(load_pids[k])], "store to and load from")
+def find_race(accesses: dict[int, dict[str, list[np.ndarray]]], ctx: LaunchContext) -> str | None:
+    """Why this launch races (two programs touch one element, one of them storing, no atomics), or None.
+    *accesses*: per storage, the addresses loaded and stored (non-atomic) and the program of each."""
+    for bucket in accesses.values():
+        if not bucket["store"]:
+            continue                              # a storage nobody stores to cannot race
+        stores, store_pids = np.concatenate(bucket["store"]), np.concatenate(bucket["store_pid"])
+        order = np.argsort(stores, kind="stable")
+        stores, store_pids = stores[order], store_pids[order]
+        clash = (stores[1:] == stores[:-1]) & (store_pids[1:] != store_pids[:-1])
+        if clash.any():
+            k = int(np.argmax(clash))
+            return _race_text(ctx, int(stores[k]), [int(store_pids[k]), int(store_pids[k + 1])], "store to")
+        if bucket["load"]:
+            first = np.concatenate(([True], stores[1:] != stores[:-1]))
+            addrs, owner = stores[first], store_pids[first]    # one storing program per address now
+            loads, load_pids = np.concatenate(bucket["load"]), np.concatenate(bucket["load_pid"])
+            idx = np.clip(np.searchsorted(addrs, loads), 0, len(addrs) - 1)
+            cross = (addrs[idx] == loads) & (owner[idx] != load_pids)
+            if cross.any():
+                k = int(np.argmax(cross))
+                return _race_text(ctx, int(loads[k]), [int(owner[idx[k]]), int(load_pids[k])],
+                                  "store to and load from")
     return None
 
 

@@ -1,8 +1,8 @@
 """The compile gate: the model's best configs compiled for each GPU of the run, ahead of time, on the CPU.
 
-After the model has ranked the configs per hardware, the top ``k`` (default 4) and the
-default config are compiled for every hardware with a Triton backend in the installed
-wheel (:mod:`kernelfoundry.compiler`: a sandboxed job imports the candidate with the
+After the model has ranked the configs per hardware, each hardware's own top ``k``
+(default 4) and the default config are compiled for it, for every hardware with a
+Triton backend in the installed wheel (:mod:`kernelfoundry.compiler`: a sandboxed job imports the candidate with the
 interpreter off; ptxas and cuobjdump run in the driver), from the launch signatures
 the trace recorded at the first target shape (Triton's own binder: divisibility by
 16, constexprs, launch options).  A config that does not compile for a hardware is
@@ -49,26 +49,34 @@ def _kernel_part(config: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in config.items() if k not in HINT_PARAMS}
 
 
-def _wanted(ranked: dict[str, list[dict[str, Any]]], default: dict[str, Any], top_k: int) -> list[dict[str, Any]]:
-    configs: dict[str, dict[str, Any]] = {}
-    for name, order in ranked.items():
-        for config in order[:top_k]:
-            configs.setdefault(config_key(config), config)
-    configs.setdefault(config_key(default), default)
-    return list(configs.values())
+def _wanted(ranked: dict[str, list[dict[str, Any]]], default: dict[str, Any], top_k: int,
+            hardware: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Per hardware: its own top *top_k* configs and the default."""
+    out = {}
+    for name in hardware:
+        configs = {config_key(c): c for c in (ranked.get(name) or [])[:top_k]}
+        configs.setdefault(config_key(default), default)
+        out[name] = list(configs.values())
+    return out
 
 
-def compile_configs(source: str, configs: list[dict[str, Any]], sigs_by_kernel: dict[str, Any],
-                    hardware: list[str], cache: Any, already: dict[str, Any]) -> Any:
-    """Compile *configs* (full configs) not compiled yet; returns the compiler's report."""
+def compile_configs(source: str, wanted: dict[str, list[dict[str, Any]]], sigs_by_kernel: dict[str, Any],
+                    cache: Any, already: set[tuple[str, str]]) -> Any:
+    """Compile each hardware's *wanted* configs (full configs) not compiled for it yet, in one job;
+    returns the compiler's report (None when there is nothing to do)."""
     from ..compiler import compile_candidate
-    todo = {}
-    for config in configs:
-        key = config_key(config)
-        sigs = sigs_by_kernel.get(config_key(_kernel_part(config)))
-        if key not in already and sigs:
-            todo[key] = _with_hints(sigs, config)
-    return compile_candidate(source, todo, hardware, cache=cache) if todo else None
+    todo, per_hardware = {}, {}
+    for name, configs in wanted.items():
+        for config in configs:
+            key = config_key(config)
+            sigs = sigs_by_kernel.get(config_key(_kernel_part(config)))
+            if (name, key) not in already and sigs:
+                todo[key] = _with_hints(sigs, config)
+                per_hardware.setdefault(name, []).append(key)
+    if not todo:
+        return None
+    return compile_candidate(source, todo, list(wanted), cache=cache,
+                             configs_by_hardware={n: per_hardware.get(n, []) for n in wanted})
 
 
 def compile_gate(source: str, task: Any, traces: list[ConfigTrace], space: dict[str, list[Any]],
@@ -83,19 +91,20 @@ def compile_gate(source: str, task: Any, traces: list[ConfigTrace], space: dict[
     statuses: dict[str, dict[str, str]] = {}
     hits = misses = 0
     exclude: dict[str, set[str]] = {}
-    compiled: dict[str, Any] = {}
+    compiled: set[tuple[str, str]] = set()           # (hardware, config key) compiled so far
     resources: dict[str, dict[str, list[dict[str, Any]]]] = {}     # hardware -> config -> per launch
     reports = []
     for _ in range(ROUNDS):
-        report = compile_configs(source, _wanted(score.ranked, default, top_k), sigs, hardware, cache, compiled)
+        report = compile_configs(source, _wanted(score.ranked, default, top_k, hardware), sigs, cache, compiled)
         if report is None:
             break
         reports.append(report.to_dict())
         hits, misses = hits + report.cache_hits, misses + report.cache_misses
         for name, hw in report.hardware.items():
-            statuses[name] = {"status": hw.status, "target": hw.target or "", "reason": hw.reason}
+            if hw.configs or name not in statuses:       # a round with nothing new for it keeps its status
+                statuses[name] = {"status": hw.status, "target": hw.target or "", "reason": hw.reason}
             for key, cfg in hw.configs.items():
-                compiled[key] = True
+                compiled.add((name, key))
                 launches = [k.resources.to_dict() if k.resources else None for k in cfg.kernels]
                 outcome.setdefault(name, {})[key] = {"ok": cfg.ok, "error": cfg.error,
                                                      "resources": [r for r in launches if r]}

@@ -21,6 +21,7 @@ import types
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..ast_safe import parse as safe_parse
 from ..candidate import HINT_PARAMS, ParamSpaceError, parse_param_space
 from .hack_policy import (ALLOWED_MODULES, DECORATOR_BUILTINS, HEURISTICS_DECORATORS, HINT_NAMES, HOST_BUILTINS,
                           HOST_VALUE_ATTRS, JIT_DECORATORS, JIT_OPTIONS, KERNEL_BUILTINS, KERNEL_VALUE_ATTRS,
@@ -650,7 +651,7 @@ def find_violations(source: str) -> list[Violation]:
     from .hack_host import HostChecker
     if len(source.encode("utf-8", "replace")) > MAX_SOURCE_BYTES:
         return [Violation(0, "size", f"the source is over {MAX_SOURCE_BYTES // 1024} KB; kernels are far smaller.")]
-    tree = ast.parse(source)
+    tree = safe_parse(source)
     try:
         checker = ModuleChecker(tree)
         violations = checker.run()

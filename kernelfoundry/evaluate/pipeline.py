@@ -1,12 +1,13 @@
-"""The verifier pipeline: hack gate -> sandboxed checks -> judge -> sandboxed trace -> judge -> model.
+"""The verifier pipeline: hack gate -> sandboxed checks and trace -> judge -> model -> compile -> confirm.
 
 ``verify(task, source, hardware)`` always returns a :class:`VerifyResult`; it raises
 only for the caller's own mistakes (unknown hardware names) or when the sandbox
 cannot confine a child on this machine, never for anything the candidate does.
 
-The candidate runs only inside the sandbox, twice: a *check* job runs the planned
-correctness runs and reports raw outputs, a *trace* job runs sampled programs at the
-target shapes and reports raw events.  Everything that decides the verdict runs
+The candidate runs only inside the sandbox: a *check* job runs the planned
+correctness runs and reports raw outputs, a *trace* job (beside it, cancelled when the
+checks fail) runs sampled programs at the target shapes and reports raw events, and
+the confirm gate's check job runs the configs the model picked at their span shapes.  Everything that decides the verdict runs
 here, in a process that never imports candidate code: the plan (inputs, shapes,
 program orders), the comparison with the reference (:mod:`correctness`), the
 weighting and counting of trace events (:mod:`trace_counts`), the coverage and
@@ -18,17 +19,19 @@ See ``docs/verifier.md`` for the threat model.
 from __future__ import annotations
 
 import math
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ..candidate import HINT_PARAMS, ParamSpaceError, kernel_configs, parse_param_space
 from ..task import Task
 from .channel import DATA_FILE, BlobReader
-from .correctness import Judge, MalformedReport, plan_runs, plan_span_runs
+from .correctness import Judge, MalformedReport, plan_runs
 from .hack import hack_gate
 from .job import child_task
 from .records import ConfigTrace, GateResult, VerifyResult
-from .sandbox import GiB, SandboxLimits, SandboxOutcome, run_sandboxed
+from .sandbox import GiB, SandboxIsolationError, SandboxLimits, SandboxOutcome, run_sandboxed
 from .trace_counts import MalformedTrace, build_config_trace
 
 CHILD_MODULE = "kernelfoundry.evaluate.child"
@@ -114,40 +117,36 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
                             param_space=space, traces=traces or [], seconds=elapsed())
 
     plan = plan_runs(task, configs, seed=seed)
-    outcome = run_sandboxed(CHILD_MODULE, {**base, "kind": "check", "runs": plan, "probe_configs": configs},
-                            limits, mode=mode, extra_files=(DATA_FILE,))
-    load, report = read_job(outcome, "check")
-    gates += load
-    if not gates[-1].passed:
-        return stop()
-    correctness = judge_checks(task, plan, report["check"], outcome, seed=seed)
-    correctness.seconds += outcome.wall_s                  # the check job, then its judgement
-    if not correctness.passed:
-        gates.append(correctness)
-        return stop()
+    # The trace job needs nothing from the check job: it runs beside it and is cancelled if the checks fail.
+    cancel = threading.Event()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        trace_job = pool.submit(run_sandboxed, CHILD_MODULE, {**base, "kind": "trace", "trace_programs": trace_programs},
+                                limits, mode=mode, extra_files=(DATA_FILE,), cancel=cancel)
+        try:
+            outcome = run_sandboxed(CHILD_MODULE, {**base, "kind": "check", "runs": plan, "probe_configs": configs},
+                                    limits, mode=mode, extra_files=(DATA_FILE,))
+            load, report = read_job(outcome, "check")
+            gates += load
+            if not gates[-1].passed:
+                return stop()
+            correctness = judge_checks(task, plan, report["check"], outcome, seed=seed)
+            correctness.seconds += outcome.wall_s              # the check job, then its judgement
+            gates.append(correctness)
+            if not correctness.passed:
+                return stop()
+            traced = trace_job.result()
+        finally:
+            if not trace_job.done() or not gates[-1].passed:
+                cancel.set()
+                _settle(trace_job)
     probes = report["check"].get("probes")
     records = list(zip(plan, report["check"].get("runs", [])))
-
-    spanned = [configs[0]]                                 # the picked configs follow in the confirm gate
-    span = plan_span_runs(task, probes, spanned, seed=seed, first_call=len(plan) + 1)
-    outcome = run_sandboxed(CHILD_MODULE, {**base, "kind": "trace", "runs": span, "trace_programs": trace_programs},
-                            limits, mode=mode, extra_files=(DATA_FILE,))
-    load, report = read_job(outcome, "trace")
+    load, report = read_job(traced, "trace")
     if not load[-1].passed:                    # it loaded for the checks: a failure now belongs to a later gate
-        name = outcome.progress if outcome.progress in ("correctness", "trace") else "trace"
-        gates.append(GateResult(name=name, passed=False, reason=load[-1].reason, seconds=load[-1].seconds,
+        gates.append(GateResult(name="trace", passed=False, reason=load[-1].reason, seconds=load[-1].seconds,
                                 details=load[-1].details))
         return stop()
-    if span:
-        extra = judge_checks(task, span, report.get("check"), outcome, seed=seed)
-        correctness = extra if not extra.passed else GateResult(
-            name="correctness", passed=True, seconds=correctness.seconds + extra.seconds,
-            details={**correctness.details, "span_runs": len(span), "span_shapes": [r["shape"] for r in span]})
-        records += list(zip(span, (report.get("check") or {}).get("runs", [])))
-    gates.append(correctness)
-    if not correctness.passed:
-        return stop()
-    gate, traces = judge_trace(report["trace"], outcome, configs, len(task.target_shapes))
+    gate, traces = judge_trace(report["trace"], traced, configs, len(task.target_shapes))
     gates.append(gate)
     if not gate.passed:
         return stop(traces)
@@ -160,12 +159,22 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
             return failed[-1], None
         return BlobReader(job.files.get(DATA_FILE)), result["check"]
 
-    confirm = {"task": task, "traces": traces, "probes": probes, "spanned": spanned, "records": records,
-               "first_call": len(plan) + len(span) + 1, "run_checks": run_checks}
+    confirm = {"task": task, "traces": traces, "probes": probes, "spanned": [], "records": records,
+               "first_call": len(plan) + 1, "run_checks": run_checks}
     return score_and_describe(task, traces, space, hardware, gates, seed=seed,
                               seconds_so_far=time.perf_counter() - start,
                               compile_with={"source": source, "top_k": compile_top_k, "cache": compile_cache}
                               if compile else None, confirm_with=confirm)
+
+
+def _settle(job: Future) -> None:
+    """Wait for a cancelled job; only a sandbox that cannot confine its child is worth raising."""
+    try:
+        job.result()
+    except SandboxIsolationError:
+        raise
+    except Exception:  # noqa: BLE001 - the verdict is already decided by an earlier gate
+        pass
 
 
 def read_job(outcome: SandboxOutcome, kind: str) -> tuple[list[GateResult], dict[str, Any] | None]:

@@ -77,7 +77,7 @@ class SandboxOutcome:
     reason: str                            # "" when ok; else e.g. "timed out after 30 s"
     exit_code: int | None                  # None when ended by a signal
     signal: int | None = None
-    killed_by: str | None = None           # "wall" | "memory" | "output" | "threads" | None
+    killed_by: str | None = None           # "wall" | "memory" | "output" | "threads" | "cancelled" | None
     output_tail: str = ""
     output_bytes: int = 0
     wall_s: float = 0.0
@@ -364,7 +364,7 @@ def _exit_reason(status: int, limits: SandboxLimits, has_result: bool) -> tuple[
 # ---------------------------------------------------------------- the entry point
 def run_sandboxed(module: str, payload: dict[str, Any], limits: SandboxLimits | None = None, *,
                   mode: str | None = None, extra_files: tuple[str, ...] = (),
-                  env: dict[str, str] | None = None) -> SandboxOutcome:
+                  env: dict[str, str] | None = None, cancel: threading.Event | None = None) -> SandboxOutcome:
     """Run ``python -m module IN.json OUT.json`` confined; never raises for child misbehaviour.
 
     *payload* is written to IN.json; OUT.json, if the child wrote valid JSON
@@ -372,14 +372,15 @@ def run_sandboxed(module: str, payload: dict[str, Any], limits: SandboxLimits | 
     working directory) it wrote comes back in ``outcome.files``.  *mode*: "fork",
     "spawn" or None (default from :func:`default_mode`); "fork" falls back to
     "spawn" if no server starts.  *env* overrides entries of :func:`sandbox_env`
-    (fork servers are pooled per module and env).  Raises :class:`SandboxIsolationError`
-    when the child could not be confined (no job ran).
+    (fork servers are pooled per module and env).  Setting *cancel* (from another thread)
+    kills the child at the next poll (``killed_by="cancelled"``).  Raises
+    :class:`SandboxIsolationError` when the child could not be confined (no job ran).
     """
     limits = limits or SandboxLimits()
     mode = mode or default_mode()
     server = _acquire_fork_server(module, env) if mode == "fork" else None
     try:
-        return _run(module, payload, limits, server, mode, extra_files, env)
+        return _run(module, payload, limits, server, mode, extra_files, env, cancel)
     except BaseException:
         if server is not None:            # interrupted mid-job: its protocol state is unknown, drop it
             _discard_fork_server(_pool_key(module, env), server)
@@ -390,7 +391,8 @@ def run_sandboxed(module: str, payload: dict[str, Any], limits: SandboxLimits | 
 
 
 def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: ForkServer | None,
-         mode: str, extra_files: tuple[str, ...] = (), env: dict[str, str] | None = None) -> SandboxOutcome:
+         mode: str, extra_files: tuple[str, ...] = (), env: dict[str, str] | None = None,
+         cancel: threading.Event | None = None) -> SandboxOutcome:
     isolation = []
     if server is None and mode == "fork":
         why = _SERVER_FAILURES.get(_pool_key(module, env), f"all {MAX_SERVERS_PER_MODULE} servers busy")
@@ -442,7 +444,7 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
             else:
                 mode = "fork"
             try:
-                killed_by, reason, peak = _watch(child, limits, output_fd, uid, start)
+                killed_by, reason, peak = _watch(child, limits, output_fd, uid, start, cancel)
             finally:                                   # also on KeyboardInterrupt: nothing may outlive the job
                 wall = time.monotonic() - start
                 _kill_all(child.pid, uid)
@@ -494,13 +496,13 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
                               progress=progress[0] if progress else None, mode=mode, isolation=isolation,
                               pid=child.pid, uid=uid)
     finally:
-        if uid is not None:
-            _remove_files_of(uid)
+        if uid is not None and not os.path.isdir(os.path.join(base, "root")):
+            _remove_files_of(uid)          # inside a minimal root the uid could write nothing of the host's
         shutil.rmtree(base, ignore_errors=True)
 
 
 def _watch(child: _Child, limits: SandboxLimits, output_fd: int, uid: int | None,
-           start: float) -> tuple[str | None, str, int]:
+           start: float, cancel: threading.Event | None = None) -> tuple[str | None, str, int]:
     """Poll until the child ends; SIGKILL its session on the first limit it breaks."""
     killed_by, reason, peak = None, "", 0
     next_scan = start
@@ -518,7 +520,9 @@ def _watch(child: _Child, limits: SandboxLimits, output_fd: int, uid: int | None
             _kill_all(child.pid, uid)
             continue
         out_size = os.fstat(output_fd).st_size
-        if now - start > limits.wall_s:
+        if cancel is not None and cancel.is_set():
+            killed_by, reason = "cancelled", "cancelled by the verifier (an earlier gate failed)"
+        elif now - start > limits.wall_s:
             killed_by, reason = "wall", f"timed out after {limits.wall_s:g} s"
         elif rss > limits.rss_bytes:
             killed_by, reason = "memory", f"killed: memory over {_fmt_bytes(limits.rss_bytes)}"
