@@ -141,7 +141,8 @@ def test_candidate_rejected_by_the_right_gate(corpus_results, rel):
         return
     assert not result.passed, f"{rel} passed the verifier"
     assert result.gate == expected["gate"], f"{rel}: gate {result.gate}, reason: {result.reason}"
-    assert expected["reason"] in result.reason, f"{rel}: reason was: {result.reason}"
+    reasons = expected["reason"] if isinstance(expected["reason"], list) else [expected["reason"]]
+    assert any(r in result.reason for r in reasons), f"{rel}: reason was: {result.reason}"
     if expected.get("runtime"):
         assert result.gates[0].name == "hack" and result.gates[0].passed, f"{rel} should pass the static gate"
     assert seconds < 30, f"{rel} took {seconds:.1f} s"
