@@ -36,7 +36,7 @@ from .loader import CandidateTimeout, describe_exception, time_limit
 from .tiled import release_all
 from .trace_counts import sample_programs
 from .trace_counts import SECTOR_BYTES
-from .trace_hooks import LaunchContext, Session, active
+from .trace_hooks import PRECISION_RANK, LaunchContext, Session, active, dtype_name
 from .trace_loops import CONTROL, LoopLimit
 
 #: The wave pass covers the first this-many programs in launch order.
@@ -144,16 +144,20 @@ class TraceSession(Session):
     def launch(self, ctx: LaunchContext) -> None:
         self._tensor_index = {t.name: i for i, t in enumerate(ctx.tensors.tensors)}
         sampled = sample_programs(ctx.num_programs, self.trace_programs, self.rng)
+        dense = random.Random(f"{CONTROL.seed}:dense:{len(self.launches)}").choice(sampled) if sampled else -1
         programs = []
         for pid in sampled:
             # one trip plan per launch: every sampled program samples the same trips, so programs that
             # read the same data leave the same sectors (the judge checks the wave anchors against them)
             CONTROL.reset(f"{len(self.launches)}")
+            CONTROL.dense = pid == dense       # one program runs its loops densely (trace_loops)
             self._program = ProgramEvents(pid)
             try:
                 ctx.run_program(pid)
             finally:
+                CONTROL.dense = False
                 programs.append(self._finish_program(self._program))
+                programs[-1]["dense"] = pid == dense
                 self._program = None
         self._wave_targets = wave_targets([p.pop("_firsts") for p in programs])
         wave = self._wave(ctx) if self._wave_targets else {"programs": 0, "anchors": self.blob.put(
@@ -170,7 +174,7 @@ class TraceSession(Session):
         ops = [[trip, kind, amount] for (trip, kind), amount in ev.ops.items()]
         return {"pid": ev.pid, "max_block": ev.max_block, "accesses": self.blob.put(accesses),
                 "sectors": self.blob.put(sectors), "dots": ev.dots, "ops": ops,
-                "execs": [[e.loop, e.kind, e.n, e.parent, e.plan] for e in CONTROL.execs],
+                "execs": [[e.loop, e.kind, e.n, e.parent, e.plan, e.sparse] for e in CONTROL.execs],
                 "trips": [list(t) for t in CONTROL.trips[1:]],
                 "_firsts": first_sectors(accesses, ev.sectors)}
 
@@ -264,6 +268,9 @@ def trace_config(launch, task: Task, shape_index: int, config: dict[str, Any], h
     session = TraceSession(trace_programs, rng, guard=guard, candidate_file=candidate_file, blob=blob)
     CONTROL.sampling, CONTROL.seed = True, f"{seed}:{shape_index}:{config_key(config)}"
     inputs, mappings = trace_inputs(task, env, seed)
+    for x in inputs:            # the task's data keeps its precision through any view of another dtype
+        if isinstance(x, torch.Tensor) and PRECISION_RANK.get(dtype_name(x.dtype), 0):
+            session.memory_ranks[x.untyped_storage().data_ptr()] = PRECISION_RANK[dtype_name(x.dtype)]
     signatures: list[dict[str, Any]] = []
     RECORDER.take()
     try:

@@ -23,7 +23,7 @@ import numpy as np
 
 from .channel import BlobReader, ChannelError
 from .records import ConfigTrace, LaunchTrace, TensorTraffic
-from .trip_witness import WORK_KINDS, WitnessError, trip_weights
+from .trip_witness import LIGHTER, WORK_KINDS, WitnessError, trip_weights
 
 SECTOR_BYTES = 32
 _LOAD_BYTES, _STORE_BYTES, _LOAD_SECTORS, _STORE_SECTORS, _UNIQUE_LOAD, _UNIQUE_STORE = range(6)
@@ -107,8 +107,10 @@ class ProgramCounts:
         return {i for i in range(len(self.traffic)) if self.traffic[i, _LOAD_BYTES] > 0}
 
 
-def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: BlobReader) -> ProgramCounts:
-    """Weighted counts of one sampled program from its raw events."""
+def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: BlobReader,
+                  sparse_view: bool = False) -> ProgramCounts:
+    """Weighted counts of one sampled program from its raw events (*sparse_view*: the dense program
+    counted from its sparse-plan trips only, as the other programs were)."""
     n_tensors = len(tensors)
     counts = ProgramCounts(n_tensors)
     accesses = blob.get(record["accesses"]).reshape(-1, 6) if record.get("accesses") else np.zeros((0, 6))
@@ -119,7 +121,7 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
     try:
         weights, counts.loop_trips = trip_weights(record.get("execs", []), trips,
                                                   own_work(accesses, record, len(trips) + 1),
-                                                  on_witness=counts.witnessed.append)
+                                                  on_witness=counts.witnessed.append, sparse_view=sparse_view)
     except WitnessError as exc:
         raise MalformedTrace(str(exc)) from None
     seen: list[tuple[set[int], set[int]]] = [(set(), set()) for _ in range(n_tensors)]
@@ -131,6 +133,8 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
         w = weights[trip]
         chunk = sectors[cursor:cursor + n_sec].tolist()
         cursor += n_sec
+        if sparse_view and w == 0:        # a trip only the dense run made: as if it had not run
+            continue
         if kind != 1 and chunk and (tensor, site) not in first_seen:      # the wave pass's anchor rule
             first_seen.add((tensor, site))
             counts.firsts[tensor].append((site, min(chunk)))
@@ -167,6 +171,42 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
         if loaded:
             counts.signatures[tensor] = hash(tuple(sorted(loaded)))
     return counts
+
+
+class DenseLift:
+    """What the sparse loop samples missed in the launch's dense program, applied to the others.
+
+    For every count (bytes and sectors per tensor and kind, dot flops per dtype, op elements per
+    kind) the dense program's full count *d* is set against its sparse-view estimate *s*.  Where
+    ``s < LIGHTER * d`` the sparse samples missed work that sits on unsampled trips (work on rare
+    trips, say), and every other program's count is scaled by ``d / s`` (or raised by *d* where
+    ``s`` is 0).  An honest loop whose trips do equal work has ``s == d``: nothing changes.
+    """
+
+    def __init__(self, dense: ProgramCounts, sparse: ProgramCounts):
+        self.dense, self.sparse = dense, sparse
+        self.lifted = False
+
+    @staticmethod
+    def _fix(value: float, d: float, s: float) -> float | None:
+        if d <= 0 or s >= LIGHTER * d:
+            return None
+        return value * (d / s) if s > 0 else value + d
+
+    def apply(self, counts: ProgramCounts) -> None:
+        d, s = self.dense, self.sparse
+        for i, j in zip(*np.nonzero(d.traffic)):
+            fixed = self._fix(counts.traffic[i, j], d.traffic[i, j], s.traffic[i, j])
+            if fixed is not None:
+                counts.traffic[i, j], self.lifted = fixed, True
+        for dtype, flops in d.dot_flops.items():
+            fixed = self._fix(counts.dot_flops.get(dtype, 0.0), flops, s.dot_flops.get(dtype, 0.0))
+            if fixed is not None:
+                counts.dot_flops[dtype], self.lifted = fixed, True
+        for kind, amount in d.ops.items():
+            fixed = self._fix(counts.ops[kind], amount, s.ops.get(kind, 0.0))
+            if fixed is not None:
+                counts.ops[kind], self.lifted = fixed, True
 
 
 def unanchored(counts: list[ProgramCounts], n_tensors: int) -> set[int]:
@@ -216,7 +256,20 @@ def build_launch_trace(record: dict[str, Any], blob: BlobReader) -> LaunchTrace:
     sampled = [int(p["pid"]) for p in programs]
     _require(all(0 <= p < max(num_programs, 1) for p in sampled) and len(set(sampled)) == len(sampled),
              "sampled programs are out of range")
-    counts = [count_program(p, tensors, blob) for p in programs]
+    counts, lift = [], None
+    for p in programs:
+        c = count_program(p, tensors, blob)
+        if p.get("dense") is True:
+            _require(lift is None, "two dense programs in one launch")
+            s = count_program(p, tensors, blob, sparse_view=True)
+            # the anchor check compares what programs read at the same sampled trips; the dense program's
+            # trips followed each other, so state carried across trips (an advanced pointer) differs
+            lift, c.signatures = DenseLift(c, s), {}
+        counts.append(c)
+    if lift is not None:
+        for c in counts:
+            if c is not lift.dense:
+                lift.apply(c)
     weights = program_weights(sampled, num_programs) if sampled else []
 
     def mean(value) -> float:

@@ -231,6 +231,22 @@ class Session:
         self.violation: Exception | None = None
         self.guard = guard
         self.candidate_file = candidate_file
+        self.last_parts: list[tuple[TensorInfo, np.ndarray]] = []   # the tensors the last access touched
+        #: storage start -> widest float precision its data came from (the storage's own dtype, a task
+        #: input's dtype, or what was stored into it): precision follows data through memory
+        self.memory_ranks: dict[int, int] = {}
+
+    def memory_rank(self) -> int:
+        """The widest precision the data of the last access came from (0: none known)."""
+        return max((max(PRECISION_RANK.get(info.dtype, 0), self.memory_ranks.get(info.start, 0))
+                    for info, _ in self.last_parts), default=0)
+
+    def mark_stored(self, rank: int) -> None:
+        """The last access stored values of precision *rank* into its storages."""
+        if rank:
+            for info, _ in self.last_parts:
+                if rank > self.memory_ranks.get(info.start, 0):
+                    self.memory_ranks[info.start] = rank
 
     def fail(self, message: str) -> None:
         """Record and raise a rule violation (the first one is what the gate reports)."""
@@ -255,6 +271,7 @@ class Session:
         return 0
 
     def access(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None, elem_bytes: int) -> None:
+        self.last_parts = []
         if mask is None:
             addrs = ptrs.reshape(-1)
         else:
@@ -269,6 +286,7 @@ class Session:
             self.violation = ctx.tensors.violation(kind, addrs, elem_bytes, ctx.kernel,
                                                    interp.interpreter_builder.grid_idx)
             raise self.violation
+        self.last_parts = parts
         self.record_access(kind, parts, elem_bytes, int(ptrs.size), self.site() if self.needs_sites else 0)
 
     def record_access(self, kind: str, parts: list[tuple[TensorInfo, np.ndarray]], elem_bytes: int,
@@ -405,32 +423,41 @@ def _builder_hooks(builder: Any, session: Session) -> dict[str, Any]:
         session.access("load", ptrs.data, mask.data, _elem_bytes(ptrs))
         result = orig["create_masked_load"](ptrs, mask, other, cache_policy, is_volatile)
         if track:
-            rank = _rank(ptrs.get_element_ty())
+            rank = max(_rank(ptrs.get_element_ty()), session.memory_rank())
             if rank:
                 result.kf_src = rank
         return result
 
     def masked_store(ptrs, value, mask, cache_policy):
         session.access("store", ptrs.data, mask.data, _elem_bytes(ptrs))
+        if track:
+            session.mark_stored(_loaded_rank(value))
         return orig["create_masked_store"](ptrs, value, mask, cache_policy)
 
     def loaded(result, ptr_element_ty):
-        """Values read from memory carry the precision they were read at."""
+        """Values read from memory carry the widest precision their data came from: the pointer's
+        element type, the storage's own dtype, or what was stored there (a cast to fp16 through a
+        scratch buffer is still fp32 data)."""
         if track:
-            rank = _rank(ptr_element_ty)
+            rank = max(_rank(ptr_element_ty), session.memory_rank())
             if rank and isinstance(result, interp.TensorHandle):
                 result.kf_src = max(rank, getattr(result, "kf_src", 0))
         return result
 
     def atomic_rmw(rmw_op, ptr, val, mask, sem, scope):
         session.access("atomic", ptr.data, None if mask is None else mask.data, _elem_bytes(ptr))
+        if track:
+            session.mark_stored(_loaded_rank(val))
         return loaded(orig["create_atomic_rmw"](rmw_op, ptr, val, mask, sem, scope), ptr.get_element_ty())
 
     def atomic_cas(ptr, cmp, val, sem, scope):
         session.access("atomic", ptr.data, None, _elem_bytes(ptr))
+        if track:
+            session.mark_stored(_loaded_rank(val))
         return loaded(orig["create_atomic_cas"](ptr, cmp, val, sem, scope), ptr.get_element_ty())
 
     def descriptor_gather(desc, x_offsets, y_offset, type):
+        session.last_parts = []
         return loaded(orig["create_descriptor_gather"](desc, x_offsets, y_offset, type), desc.base.dtype.element_ty)
 
     def dot(a, b, d, input_precision, max_num_imprecise_acc):

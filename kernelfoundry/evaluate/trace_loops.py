@@ -23,6 +23,12 @@ child records, per loop execution, its trip count and the trips it ran; the judg
 derives the weights (head and last trips stand for themselves, the middle samples
 for the ``n-3`` middle trips).  ``while`` loops run
 in full and record their trip count, so they cost what ``for`` loops cost.
+
+One sampled program per launch is *dense*: its loops run every trip (up to
+:data:`DENSE_TRIPS` per loop, a random sample of that many beyond; at most
+:data:`DENSE_BUDGET` trips per program) and also record the sparse plan the other
+programs used, so the judge can see what the sparse samples missed there (work
+that sits on rare trips) and correct every program's estimate (``trace_counts``).
 """
 
 from __future__ import annotations
@@ -37,6 +43,10 @@ from .arms import ARM_HELPER, _kf_arm, instrument_kernel
 from .hack_policy import KERNEL_BUILTINS
 
 HEAD, MIDDLE, TAIL = 2, 3, 1
+#: The dense program runs up to this many trips of one loop (a random sample of them beyond) ...
+DENSE_TRIPS = 256
+#: ... and at most this many dense trips in all (later loops sample as the other programs do).
+DENSE_BUDGET = 2048
 #: A single ``while`` loop execution may run at most this many trips.
 WHILE_TRIP_LIMIT = 100_000
 FOR_HELPER, WHILE_BEGIN, WHILE_TEST, WHILE_END = "_kf_for", "_kf_while_begin", "_kf_while_test", "_kf_while_end"
@@ -52,6 +62,16 @@ def trip_plan(n: int, rng: random.Random) -> list[int]:
         return list(range(n))
     middle = sorted(rng.sample(range(HEAD, n - TAIL), MIDDLE))
     return list(range(HEAD)) + middle + list(range(n - TAIL, n))
+
+
+def dense_plan(n: int, sparse: list[int], rng: random.Random) -> list[int]:
+    """The trips the dense program runs: all of them, or the sparse plan plus random middle trips."""
+    if n <= DENSE_TRIPS:
+        return list(range(n))
+    middle = set(sparse[HEAD:len(sparse) - TAIL])
+    rest = [i for i in range(HEAD, n - TAIL) if i not in middle]
+    middle.update(rng.sample(rest, DENSE_TRIPS - HEAD - TAIL - len(middle)))
+    return list(range(HEAD)) + sorted(middle) + list(range(n - TAIL, n))
 
 
 def trip_weight(n: int, plan: list[int], index: int) -> float:
@@ -70,6 +90,7 @@ class LoopExec:
     n: int                     # full trip count (while: trips run)
     parent: int                # trip id the loop runs in (0: outside loops)
     plan: list[int] = field(default_factory=list)   # for: trips run
+    sparse: list[int] = field(default_factory=list) # dense program: the sparse plan the others ran
 
 
 class LoopControl:
@@ -77,6 +98,7 @@ class LoopControl:
 
     def __init__(self) -> None:
         self.sampling = False
+        self.dense = False                 # this program runs its loops densely (set after reset)
         self.first_trips_only = False      # the wave pass: a site's first access is in a loop's first trip
         self.seed = 0
         self.rng = random.Random(0)
@@ -89,7 +111,10 @@ class LoopControl:
         self.open_whiles: list[tuple[int, int]] = []        # (exec index, depth of self.stack at begin)
         self.epoch = getattr(self, "epoch", 0) + 1
         self.rng = random.Random(f"{self.seed}:{program_key}")
+        self.dense_rng = random.Random(f"{self.seed}:{program_key}:dense")   # leaves the sparse plans alone
+        self.dense, self.dense_left = False, DENSE_BUDGET
         self.plans: dict[int, list[int]] = {}
+        self.dense_plans: dict[int, list[int]] = {}
 
     @property
     def current_trip(self) -> int:
@@ -104,7 +129,14 @@ class LoopControl:
         plan = [0] if self.first_trips_only and n else self.plans.get(n)
         if plan is None:                 # one plan per trip count: passes over the same data sample the
             plan = self.plans[n] = trip_plan(n, self.rng)   # same trips, so re-reads stay re-reads
-        self.execs.append(LoopExec(loop=loop, kind="for", n=n, parent=self.current_trip, plan=plan))
+        sparse: list[int] = []
+        if self.dense and len(plan) < n and self.dense_left > 0:
+            dense = self.dense_plans.get(n)  # one dense plan per trip count too (re-reads stay re-reads)
+            if dense is None:
+                dense = self.dense_plans[n] = dense_plan(n, plan, self.dense_rng)
+            sparse, plan = plan, dense
+            self.dense_left -= len(plan)
+        self.execs.append(LoopExec(loop=loop, kind="for", n=n, parent=self.current_trip, plan=plan, sparse=sparse))
         exec_index, epoch = len(self.execs) - 1, self.epoch
         for index in plan:
             self.trips.append((exec_index, index))

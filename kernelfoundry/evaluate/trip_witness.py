@@ -13,6 +13,10 @@ the middle trips are estimated from the witness instead.  An honest loop whose
 trips do equal work is unaffected; one whose later trips legitimately do less
 (a mask that empties past a diagonal) is scored at its witness's work, an
 over-estimate that never favours the kernel.
+
+A loop execution of the launch's dense program (``trace_loops``) also carries the
+sparse plan the other programs ran; ``sparse_view=True`` weighs only those trips, as
+if the dense program had been sampled like the others (the judge compares the two).
 """
 
 from __future__ import annotations
@@ -40,24 +44,27 @@ def _require(ok: bool, what: str) -> None:
 
 
 def parse_loops(execs: list[Any], trips: list[Any]) -> tuple[list[tuple], list[tuple[int, int]]]:
-    """Validated ``(loop, kind, n, parent, plan)`` execs and ``(exec index, trip index)`` per trip id 1..T."""
+    """Validated ``(loop, kind, n, parent, plan, sparse)`` execs and ``(exec index, trip index)`` per trip
+    id 1..T (*sparse*: the dense program's record of the plan the other programs ran, else empty)."""
     parsed_execs = []
     for item in execs:
-        _require(isinstance(item, list) and len(item) == 5, "a loop record is malformed")
-        loop, kind, n, parent, plan = item
+        _require(isinstance(item, list) and len(item) == 6, "a loop record is malformed")
+        loop, kind, n, parent, plan, sparse = item
         _require(kind in ("for", "while") and isinstance(n, int) and n >= 0 and isinstance(parent, int)
-                 and parent >= 0 and isinstance(plan, list), "a loop record is malformed")
-        parsed_execs.append((str(loop), kind, n, parent, plan))
+                 and parent >= 0 and isinstance(plan, list) and isinstance(sparse, list), "a loop record is malformed")
+        _require(not sparse or (len(sparse) == HEAD + MIDDLE + TAIL < n and set(sparse) <= set(plan)),
+                 "a dense loop record is malformed")
+        parsed_execs.append((str(loop), kind, n, parent, plan, sparse))
     parsed_trips = []
     for t, item in enumerate(trips, start=1):
         _require(isinstance(item, list) and len(item) == 2, f"trip {t} is malformed")
         exec_index, index = item
         _require(isinstance(exec_index, int) and 0 <= exec_index < len(parsed_execs), f"trip {t} names no loop")
-        _, _, n, parent, plan = parsed_execs[exec_index]
+        _, _, n, parent, plan, _ = parsed_execs[exec_index]
         _require(parent < t, f"trip {t} has a later parent")
         _require(isinstance(index, int) and index in plan and 0 <= index < n, f"trip {t} is not in its loop's plan")
         parsed_trips.append((exec_index, index))
-    for _, _, _, parent, _ in parsed_execs:
+    for _, _, _, parent, _, _ in parsed_execs:
         _require(parent <= len(parsed_trips), "a loop record is malformed")
     return parsed_execs, parsed_trips
 
@@ -67,12 +74,14 @@ def _sampled(n: int, plan: list[int]) -> bool:
 
 
 def trip_weights(execs: list[Any], trips: list[Any], own_work: np.ndarray,
-                 on_witness: Callable[[str], None] | None = None) -> tuple[list[float], float]:
+                 on_witness: Callable[[str], None] | None = None,
+                 sparse_view: bool = False) -> tuple[list[float], float]:
     """Weight of every trip id (0: outside loops) and the program's total loop trips.
 
     *own_work* is ``[T + 1, len(WORK_KINDS)]``: the work recorded directly in each trip
     (nested loops excluded).  *on_witness(loop)* is called for each loop execution whose
-    middle samples were replaced by its witness.
+    middle samples were replaced by its witness.  *sparse_view*: dense loop executions
+    count only the trips of their sparse plan (the others weigh 0).
     """
     loops, trip_list = parse_loops(execs, trips)
     n_trips = len(trip_list)
@@ -81,14 +90,18 @@ def trip_weights(execs: list[Any], trips: list[Any], own_work: np.ndarray,
     for t, (e, _) in enumerate(trip_list, start=1):
         trips_of[e].append(t)
     children: list[list[int]] = [[] for _ in range(n_trips + 1)]      # trip id -> loop executions inside it
-    for e, (_, _, _, parent, _) in enumerate(loops):
+    for e, (_, _, _, parent, _, _) in enumerate(loops):
         children[parent].append(e)
     rel = np.ones(n_trips + 1)                 # weight of a trip relative to its parent trip
     subtree = own_work.astype(float).copy()    # work of a trip with its nested loops, weighted
 
     def settle(e: int) -> np.ndarray:
-        loop, _, n, _, plan = loops[e]
+        loop, _, n, _, plan, sparse = loops[e]
         ids = trips_of[e]
+        if sparse_view and sparse:
+            for t in ids:
+                rel[t] = 0.0
+            plan, ids = sparse, [t for t in ids if trip_list[t - 1][1] in sparse]
         for t in ids:
             rel[t] = trip_weight(n, plan, trip_list[t - 1][1])
         if _sampled(n, plan):
@@ -112,5 +125,5 @@ def trip_weights(execs: list[Any], trips: list[Any], own_work: np.ndarray,
     weights = [1.0] * (n_trips + 1)
     for t, (e, _) in enumerate(trip_list, start=1):
         weights[t] = weights[loops[e][3]] * rel[t]
-    total = sum(n * weights[parent] for _, _, n, parent, _ in loops)
+    total = sum(n * weights[parent] for _, _, n, parent, _, _ in loops)
     return weights, total

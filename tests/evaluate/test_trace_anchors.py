@@ -31,3 +31,4 @@ def test_different_anchors_claim_nothing():
     a = program({0: [(7, 10)]}, {0: [10, 11]})
     b = program({0: [(7, 20)]}, {0: [20, 21]})
     assert unanchored([a, b], 2) == set()
+

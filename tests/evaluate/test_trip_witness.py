@@ -11,7 +11,7 @@ DOT = WORK_KINDS.index("dot")
 
 def one_loop(n: int, plan: list[int], work: list[float], kind: int = LOAD):
     """execs/trips/own-work of a single top-level loop with per-trip work along *plan*."""
-    execs = [["k:10", "for", n, 0, plan]]
+    execs = [["k:10", "for", n, 0, plan, []]]
     trips = [[0, i] for i in plan]
     own = np.zeros((len(plan) + 1, len(WORK_KINDS)))
     own[1:, kind] = work
@@ -62,7 +62,7 @@ def test_heavier_middle_samples_keep_their_weight():
 def test_nested_work_counts_for_the_outer_trip():
     # outer loop of 64 trips; the middle outer trips run an inner loop of 0 trips, the witness one of 4
     outer_plan = [0, 1, 20, 30, 40, 63]
-    execs = [["k:5", "for", 64, 0, outer_plan]]
+    execs = [["k:5", "for", 64, 0, outer_plan, []]]
     trips = []
     own_rows = [np.zeros(len(WORK_KINDS))]
     for index in outer_plan:
@@ -70,7 +70,7 @@ def test_nested_work_counts_for_the_outer_trip():
         own_rows.append(np.zeros(len(WORK_KINDS)))
         parent = len(trips)
         inner = 4 if index in (0, 1, 63) else 0
-        execs.append(["k:7", "for", inner, parent, list(range(inner))])
+        execs.append(["k:7", "for", inner, parent, list(range(inner)), []])
         for j in range(inner):
             trips.append([len(execs) - 1, j])
             row = np.zeros(len(WORK_KINDS))
@@ -88,6 +88,29 @@ def test_malformed_loop_records_are_refused():
     with pytest.raises(WitnessError):
         trip_weights(execs, [[0, 5]] + trips[1:], own)           # trip 5 is not in the plan
     with pytest.raises(WitnessError):
-        trip_weights([["k:1", "for", 4, 3, [0, 1, 2, 3]]], [[0, 0]], np.zeros((2, len(WORK_KINDS))))
+        trip_weights([["k:1", "for", 4, 3, [0, 1, 2, 3], []]], [[0, 0]], np.zeros((2, len(WORK_KINDS))))
     with pytest.raises(WitnessError):
         trip_weights(execs, trips, own[:-1])
+    with pytest.raises(WitnessError):       # a dense record's sparse plan must be a sampled plan inside its trips
+        trip_weights([["k:1", "for", 64, 0, list(range(64)), [0, 1, 99, 98, 97, 63]]],
+                     [[0, i] for i in range(64)], np.zeros((65, len(WORK_KINDS))))
+
+
+def dense_loop(work_of):
+    """A dense program's loop of 64 trips (every trip run) with its sparse plan, and per-trip work."""
+    sparse = [0, 1, 20, 30, 40, 63]
+    execs = [["k:10", "for", 64, 0, list(range(64)), sparse]]
+    trips = [[0, i] for i in range(64)]
+    own = np.zeros((65, len(WORK_KINDS)))
+    own[1:, DOT] = [work_of(i) for i in range(64)]
+    return execs, trips, own
+
+
+def test_a_dense_loop_counts_every_trip_and_its_sparse_view_only_the_sampled_ones():
+    execs, trips, own = dense_loop(lambda i: 4.0 if i % 16 == 7 else 1.0)      # rare heavy trips
+    weights, loop_trips = trip_weights(execs, trips, own)
+    assert weights[1:] == [1.0] * 64 and loop_trips == 64
+    assert total(weights, own) == pytest.approx(60 + 4 * 4.0)                   # the real work
+    sparse_weights, _ = trip_weights(execs, trips, own, sparse_view=True)
+    assert [t for t in range(1, 65) if sparse_weights[t] > 0] == [1, 2, 21, 31, 41, 64]
+    assert total(sparse_weights, own) == pytest.approx(64.0)     # what the sampled programs estimate
