@@ -39,6 +39,8 @@ from triton._C.libtriton import ir, llvm  # noqa: E402
 from triton.backends.compiler import GPUTarget, Language  # noqa: E402
 from triton.compiler.compiler import ASTSource, make_backend  # noqa: E402
 
+from ..safe_io import write_json_atomic  # noqa: E402
+
 #: Triton metadata fields passed back (JSON scalars only).
 METADATA_FIELDS = ("name", "shared", "num_warps", "num_ctas", "num_stages", "tmem_size", "global_scratch_size",
                    "profile_scratch_size", "enable_fp_fusion", "ptx_version", "arch", "warp_size")
@@ -205,15 +207,12 @@ def run_job(payload: dict[str, Any], out_path: Path) -> dict[str, Any]:
                          "seconds": entry.get("seconds", {})}
             budget -= size if entry["ok"] else 0
             result["results"][rid] = entry
-            write_json(out_path, result)
+            write_json_atomic(out_path, result)
     result["done"] = True
     return result
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
+
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -226,10 +225,10 @@ def main(argv: list[str] | None = None) -> int:
         payload = json.loads(in_path.read_text())
         result = run_job(payload, out_path)
     except Exception as exc:  # a bad payload or a job bug, not a candidate failure
-        write_json(out_path, {"error": f"{type(exc).__name__}: {exc}", "results": {}, "done": False})
+        write_json_atomic(out_path, {"error": f"{type(exc).__name__}: {exc}", "results": {}, "done": False})
         print(f"compile job error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    write_json(out_path, result)
+    write_json_atomic(out_path, result)
     return 0
 
 

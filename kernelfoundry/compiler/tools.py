@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..safe_io import read_regular
+
 GiB = 1 << 30
 
 
@@ -63,25 +65,7 @@ def _limit(limits: ToolLimits, uid: int | None):
     return apply
 
 
-def _read_regular(path: Path, limit: int) -> bytes | None:
-    """A regular file's bytes (links not followed), or None."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks, size = [], 0
-        while size < limit:
-            chunk = os.read(fd, min(1 << 20, limit - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+
 
 
 def _others_can_execute(path: str) -> bool:
@@ -138,8 +122,8 @@ def run_tool(argv: list[str], inputs: dict[str, bytes], outputs: tuple[str, ...]
                     pass
                 proc.wait()
         seconds = time.monotonic() - start
-        stdout = (_read_regular(workdir / ".stdout", limits.max_output_bytes) or b"").decode("utf-8", "replace")
-        stderr = (_read_regular(workdir / ".stderr", 1 << 20) or b"").decode("utf-8", "replace")
+        stdout = (read_regular(workdir / ".stdout", limits.max_output_bytes) or b"").decode("utf-8", "replace")
+        stderr = (read_regular(workdir / ".stderr", 1 << 20) or b"").decode("utf-8", "replace")
         code = proc.returncode
         if code is not None and code < 0 and not reason:
             sig = -code
@@ -148,7 +132,7 @@ def run_tool(argv: list[str], inputs: dict[str, bytes], outputs: tuple[str, ...]
             code = None
         got = {}
         for name in outputs:
-            data = _read_regular(workdir / name, limits.file_bytes)
+            data = read_regular(workdir / name, limits.file_bytes)
             if data is not None:
                 got[name] = data
         return ToolResult(returncode=code, stdout=stdout, stderr=stderr, seconds=round(seconds, 4),

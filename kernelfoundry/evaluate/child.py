@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..candidate import HINT_PARAMS, default_config
+from ..safe_io import write_json_atomic
 from .job import DEFAULT_TRACE_PROGRAMS, REFERENCE_STUB
 
 
@@ -138,10 +139,7 @@ def _trace(loaded, task, configs, hints, seed, payload, blob) -> dict[str, Any]:
     return {"traces": traces, "error": None}
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
+
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,10 +154,10 @@ def main(argv: list[str] | None = None) -> int:
         payload = json.loads(in_path.read_text())
         result = run_job(payload, out_path.with_name(DATA_FILE))
     except Exception as exc:   # a bad payload or a verifier bug, not a candidate failure
-        _write_json(out_path, {"gates": [], "param_space": None, "error": f"{type(exc).__name__}: {exc}"})
+        write_json_atomic(out_path, {"gates": [], "param_space": None, "error": f"{type(exc).__name__}: {exc}"})
         print(f"verifier error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    _write_json(out_path, result)
+    write_json_atomic(out_path, result)
     return 0
 
 

@@ -35,6 +35,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from ..safe_io import read_regular
 from .sandbox_forkserver import ForkServer, ForkServerError
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
@@ -304,25 +305,7 @@ def _fork(server: ForkServer, spec: dict, output_path: str) -> _Child:
 
 
 # ---------------------------------------------------------------- reading results
-def _read_untrusted(path: str, limit: int) -> bytes | None:
-    """Read a regular file the child wrote, without following links; None if absent."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks, size = [], 0
-        while size < limit:
-            chunk = os.read(fd, min(1 << 20, limit - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+
 
 
 def _tail(fd: int, n: int) -> tuple[str, int]:
@@ -455,7 +438,7 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
                 reason = f"killed: printed more than {_fmt_bytes(limits.output_bytes)} of output"
         finally:
             os.close(output_fd)
-        raw = _read_untrusted(out_path, limits.file_bytes)
+        raw = read_regular(out_path, limits.file_bytes)
         result, bad = None, ""
         if raw is not None:
             try:
@@ -470,9 +453,9 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
             reason = "the fork server died while the job ran"
         if not reason:
             reason = bad or exit_reason
-        progress_raw = _read_untrusted(progress_path, 4096)
+        progress_raw = read_regular(progress_path, 4096)
         progress = progress_raw.decode("utf-8", "replace").strip().splitlines()[-1:] if progress_raw else []
-        notes_raw = _read_untrusted(os.path.join(workdir, "isolation.json"), 4096)
+        notes_raw = read_regular(os.path.join(workdir, "isolation.json"), 4096)
         try:
             isolation += [str(n) for n in json.loads(notes_raw)] if notes_raw else ["child never confined itself"]
         except ValueError:
@@ -486,7 +469,7 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
         ok = not reason and result is not None and exit_code == 0
         files = {}
         for name in extra_files:
-            data = _read_untrusted(os.path.join(workdir, os.path.basename(name)), limits.file_bytes)
+            data = read_regular(os.path.join(workdir, os.path.basename(name)), limits.file_bytes)
             if data is not None:
                 files[name] = data
         return SandboxOutcome(ok=ok, result=result, reason=reason, files=files,
