@@ -28,6 +28,7 @@ def _load():
 
 
 redteam = _load()
+from experiments.redteam_transforms import RARE_GROUP  # noqa: E402  (the library redteam.py imports)
 TASKS = {p.stem: load_task(p) for p in sorted((REPO / "experiments" / "tasks").glob("*.yaml"))}
 
 
@@ -65,9 +66,12 @@ def test_variants_change_the_source_and_stay_in_the_candidate_language():
         assert hack_gate(baseline).passed, (task, t.name)
 
 
+TWIN_BASELINES = {"fp16_scratch_launder"}     # honest twins (same memory traffic), tested on their own
+
+
 def test_baselines_differ_from_seeds_only_in_params():
     for task, _, t, seed, _, baseline in APPLICATIONS:
-        if baseline == seed:
+        if baseline == seed or t.name in TWIN_BASELINES:
             continue
         strip = [n for n in ast.parse(baseline).body
                  if not (isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "PARAMS")]
@@ -85,6 +89,49 @@ def test_combinations_are_seeded_and_distinct():
     assert len({v.label for v in a}) == len(a) == 30
     assert any(len(v.transforms) >= 2 for v in a)
     assert all(v.kind == "wrong" for v in a if "target_shape_shortcut" in v.transforms)
+
+
+def _seed(task_name):
+    task = TASKS[task_name]
+    return task, task.seed_sources()[0][1]
+
+
+@pytest.mark.parametrize("task_name", ["matmul", "softmax", "matmul_sub_mul_relu"])
+def test_rare_heavy_trips_moves_the_loop_work_onto_one_trip_per_group(task_name):
+    """The red team's second-round escape, automated: store-free loops idle except one trip per
+    group of RARE_GROUP, which redoes the group (and the last trip, the remainder)."""
+    task, seed = _seed(task_name)
+    source, baseline = redteam.apply_all(("rare_heavy_trips",), seed, task)
+    assert baseline == seed and redteam.TRANSFORMS["rare_heavy_trips"].kind == "inflate"
+    tree = ast.parse(source)
+    g = RARE_GROUP
+    assert f"% {g} == {g - 1}" in source
+    heavy = [n for n in ast.walk(tree) if isinstance(n, ast.If) and f"% {g} == {g - 1}" in ast.unparse(n.test)]
+    assert heavy and all(isinstance(n.body[0], ast.For) for n in heavy)
+    assert hack_gate(source).passed
+
+
+def test_fp16_scratch_launder_reads_fp16_scratch_copies_in_the_dot_loop():
+    task, seed = _seed("matmul_sub_mul_relu")
+    source, baseline = redteam.apply_all(("fp16_scratch_launder",), seed, task)
+    assert redteam.TRANSFORMS["fp16_scratch_launder"].kind == "inflate"
+    # the baseline is the honest twin: the same scratch loads, cast back to fp32 before the dot
+    assert baseline.count(".to(tl.float32)") == 2 and baseline.replace(".to(tl.float32)", "") == source
+    assert hack_gate(baseline).passed
+    tree = ast.parse(source)
+    launch = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "launch")
+    body = ast.unparse(launch)
+    assert body.count("dtype=torch.float16") == 2 and body.count("rt_to_fp16_scaled[") == 2
+    assert body.index("rt_to_fp16_scaled[") < body.index("matmul_kernel[")
+    kernel = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "matmul_kernel")
+    assert len([n for n in ast.walk(kernel) if isinstance(n, ast.For)]) == 2      # fp16 third, fp32 rest
+    assert "tl.load(rt16_x_ptr" in ast.unparse(kernel) and "tl.load(rt16_w_ptr" in ast.unparse(kernel)
+    assert hack_gate(source).passed
+    # fp16 inputs (matmul) have nothing to launder, elementwise tasks no dot
+    for name in ("matmul", "softmax"):
+        other, other_seed = _seed(name)
+        with pytest.raises(redteam.NotApplicable):
+            redteam.apply_all(("fp16_scratch_launder",), other_seed, other)
 
 
 def test_known_escapes_name_transformations():
