@@ -44,9 +44,9 @@ from .hack_policy import KERNEL_BUILTINS
 
 HEAD, MIDDLE, TAIL = 2, 3, 1
 #: The dense program runs up to this many trips of one loop (a random sample of them beyond) ...
-DENSE_TRIPS = 256
+DENSE_TRIPS = 4096
 #: ... and at most this many dense trips in all (later loops sample as the other programs do).
-DENSE_BUDGET = 2048
+DENSE_BUDGET = 16384
 #: A single ``while`` loop execution may run at most this many trips.
 WHILE_TRIP_LIMIT = 100_000
 FOR_HELPER, WHILE_BEGIN, WHILE_TEST, WHILE_END = "_kf_for", "_kf_while_begin", "_kf_while_test", "_kf_while_end"

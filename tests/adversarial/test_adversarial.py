@@ -21,7 +21,9 @@ from kernelfoundry.task import load_task
 HERE = Path(__file__).resolve().parent
 TASKS = HERE.parents[1] / "experiments" / "tasks"
 EXPECTED = yaml.safe_load((HERE / "expected.yaml").read_text())
-BUDGET_S = 120.0
+#: A guard against a hang or a runaway candidate, not a speed target (that is bench_verifier's job):
+#: the corpus takes about 70 s on 2 quiet cores.
+BUDGET_S = 300.0
 
 
 def _processes_of(uids: set[int]) -> list[int]:
