@@ -1,6 +1,6 @@
 """Engine benchmark: the driver's own overhead per candidate, and parallel efficiency of the Ray loop.
 
-    python experiments/bench_engine.py [--quick]
+    python experiments/bench_engine.py [--quick | --smoke]
 
 1. Overhead: a store pre-filled with 1k / 10k candidates, then 300 more candidates
    driven through the real driver with workers that answer instantly in-process;
@@ -58,7 +58,7 @@ class SyntheticWorker:
         self.spent += time.perf_counter() - t0
         return out
 
-    def verify(self, source, seed):
+    def verify(self, source):
         t0 = time.perf_counter()
         out = synthetic_verdict(source, self.hardware)
         self.spent += time.perf_counter() - t0
@@ -169,20 +169,22 @@ def parallel_efficiency(workers: int, per_worker: int) -> tuple[float, float, in
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="fewer candidates (a smoke run)")
+    parser.add_argument("--quick", action="store_true", help="fewer candidates")
+    parser.add_argument("--smoke", action="store_true", help="a tiny run of both parts (for tests)")
     args = parser.parse_args()
-    print("driver overhead per candidate (in-process instant workers, 300 new candidates)")
+    print("driver overhead per candidate (in-process instant workers)")
     print(f"{'stored candidates':>18} {'ms / candidate':>15} {'rebuild s':>10}")
-    for n in ([1000] if args.quick else [1000, 10000]):
-        ms, rebuild = driver_overhead(n, 100 if args.quick else 300)
+    sizes = [200] if args.smoke else [1000] if args.quick else [1000, 10000]
+    for n in sizes:
+        ms, rebuild = driver_overhead(n, 30 if args.smoke else 100 if args.quick else 300)
         print(f"{n:>18} {ms:>15.2f} {rebuild:>10.2f}")
     import ray
     ray.init(num_cpus=8, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
     print("\nparallel efficiency (Ray workers, proposals sleep 1 s)")
     print(f"{'workers':>8} {'candidates':>11} {'wall s':>8} {'efficiency':>11}")
-    for k in (1, 2, 4, 8):
-        eff, wall, n = parallel_efficiency(k, 3 if args.quick else 6)
+    for k in ((1, 2) if args.smoke else (1, 2, 4, 8)):
+        eff, wall, n = parallel_efficiency(k, 1 if args.smoke else 3 if args.quick else 6)
         print(f"{k:>8} {n:>11} {wall:>8.2f} {eff:>11.3f}")
     ray.shutdown()
 

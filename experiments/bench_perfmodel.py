@@ -1,7 +1,7 @@
 """Performance-model benchmark: throughput in (config x hardware) points per second on one
 core, and the anchor table (predicted vs. reference figures measured on this workplace's GPUs).
 
-    python experiments/bench_perfmodel.py [--repeats 5]
+    python experiments/bench_perfmodel.py [--repeats 5] [--smoke]
 
 Traces are hand-built from kernel shapes (tests/perfmodel/tracegen.py), so no GPU and no
 Triton interpreter run is needed.  Prints two markdown tables.
@@ -39,22 +39,27 @@ ANCHORS = [("h100", "copy", 3.0, "TB/s"), ("h100", "matmul", 798.0, "TFLOP/s"),
            ("h200", "copy", 4.3, "TB/s"), ("h200", "matmul", 788.0, "TFLOP/s")]
 
 
-def matmul_traces(task, M):
+def matmul_traces(task, M, space=SPACE):
     names = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"]
     out = []
-    for bm, bn, bk, g in itertools.product(*(SPACE[n] for n in names)):
+    for bm, bn, bk, g in itertools.product(*(space[n] for n in names)):
         cfg = dict(zip(names, (bm, bn, bk, g)))
         out.append(config_trace([matmul_trace(M, M, M, bm=bm, bn=bn, bk=bk, group_m=g)], cfg,
                                 shape=task.target_shapes[0]))
     return out
 
 
-def throughput(repeats: int) -> list[tuple[str, int, float]]:
+#: --smoke: a few configs, one repeat (checks the script runs; its rates mean nothing).
+SMOKE_SPACE = {"BLOCK_M": [64, 128], "BLOCK_N": [128], "BLOCK_K": [32], "GROUP_M": [8], "num_warps": [4],
+               "num_stages": [3]}
+
+
+def throughput(repeats: int, space=SPACE) -> list[tuple[str, int, float]]:
     task = load_task(REPO / "experiments/tasks/matmul.yaml")
-    traces = matmul_traces(task, 4096)
+    traces = matmul_traces(task, 4096, space)
     names = list_hardware()
     hw = HardwareArrays(resolve_hardware(names))
-    plan = plan_configs([t.config for t in traces], SPACE, cap=4096)
+    plan = plan_configs([t.config for t in traces], space, cap=4096)
     points = len(plan) * len(names)
     rows = []
     best = min(_timed(lambda: sweep(plan, traces, hw)) for _ in range(repeats))
@@ -64,8 +69,8 @@ def throughput(repeats: int) -> list[tuple[str, int, float]]:
     idx = plan.kernel_index
     core = min(_timed(lambda: evaluate(feat, idx, plan.warps, plan.stages, hw, pad=pad)) for _ in range(repeats))
     rows.append(("model core only (evaluate)", points, points / core))
-    score_candidate(task, traces, SPACE, names)                 # warm the baseline cache
-    full = min(_timed(lambda: score_candidate(task, traces, SPACE, names)) for _ in range(repeats))
+    score_candidate(task, traces, space, names)                 # warm the baseline cache
+    full = min(_timed(lambda: score_candidate(task, traces, space, names)) for _ in range(repeats))
     rows.append(("score_candidate (sweep + baseline + feedback)", points, points / full))
     return rows
 
@@ -98,13 +103,14 @@ def anchors() -> list[tuple[str, str, float, float, str]]:
     return [(h, what, ref, got[(h, what)], unit) for h, what, ref, unit in ANCHORS]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="a few configs, one repeat (for tests)")
+    args = parser.parse_args(argv)
     print("## Throughput (one core)\n")
     print("| what | points (config x hardware) | points / s |\n|---|---:|---:|")
-    for what, points, rate in throughput(args.repeats):
+    for what, points, rate in throughput(1 if args.smoke else args.repeats, SMOKE_SPACE if args.smoke else SPACE):
         print(f"| {what} | {points} | {rate:,.0f} |")
     print("\n## Anchors (H100: copy 2^28 fp32 elements; matmul 8192^3 bf16, best of 20 configs)\n")
     print("| hardware | kernel | reference | predicted | error |\n|---|---|---:|---:|---:|")

@@ -14,7 +14,7 @@ FAST_P = (0.0, 1.0, 1.5, 2.0)
 LEVEL_WEIGHTS = {1: 0.2, 2: 0.3, 3: 0.5}
 CSV_FIELDS = ("task", "level", "method", "seed", "budget", "n_candidates", "n_correct", "correctness_rate",
               "best_objective", "seed_objective", "sol_fraction", "qd_score", "coverage", "num_elites", "llm_cost_usd",
-              "verdicts_cached", "seconds", "run_dir")
+              "verdicts_cached", "compile_pass", "compile_cache_hits", "compile_cache_misses", "seconds", "run_dir")
 
 
 def row_from_run(run_dir: Path, *, method: str, seed: int, summary: dict[str, Any], seconds: float) -> dict[str, Any]:
@@ -29,6 +29,7 @@ def row_from_run(run_dir: Path, *, method: str, seed: int, summary: dict[str, An
         seed_objectives = [r.objective for r in run.store.iter_candidates(passed_only=True,
                                                                           columns="id, mutator, objective")
                            if r.mutator == "seed" and r.objective is not None]
+        compiled = compile_stats(r.gates for r in run.store.iter_candidates(columns="id, gates"))
         level = run.task.level
     finally:
         run.close()
@@ -42,7 +43,28 @@ def row_from_run(run_dir: Path, *, method: str, seed: int, summary: dict[str, An
             "qd_score": round(summary["qd_score"], 4), "coverage": round(summary["coverage"], 4),
             "num_elites": summary["num_elites"], "llm_cost_usd": summary["llm"]["cost_usd"],
             "verdicts_cached": summary.get("verdicts_cached", 0),
+            "compile_pass": ";".join(f"{hw}={ok}/{n}" for hw, (ok, n) in compiled["pass"].items()),
+            "compile_cache_hits": compiled["hits"], "compile_cache_misses": compiled["misses"],
             "seconds": round(seconds, 1), "run_dir": str(run_dir)}
+
+
+def compile_stats(gate_lists) -> dict[str, Any]:
+    """Per hardware with a backend, (candidates whose configs compiled there, candidates that reached the
+    compile gate), and the compile cache's hits and misses, from the candidates' stored gates."""
+    passes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    hits = misses = 0
+    for gates in gate_lists:
+        gate = next((g for g in gates or [] if g.get("name") == "compile"), None)
+        if gate is None:
+            continue
+        details = gate.get("details") or {}
+        hits += int(details.get("cache_hits", 0))
+        misses += int(details.get("cache_misses", 0))
+        for hw, entry in (details.get("hardware") or {}).items():
+            if entry.get("status") in ("ok", "partial", "error"):
+                passes[hw][1] += 1
+                passes[hw][0] += entry["status"] != "error"
+    return {"pass": {hw: tuple(v) for hw, v in sorted(passes.items())}, "hits": hits, "misses": misses}
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -163,6 +185,7 @@ def write_report(out: Path, rows: list[dict[str, Any]], *, suite: str, budget: i
                   f"({', '.join(common) or 'none'})")
     per_task = _per_task_table(rows, methods, levels)
     sol = _sol_table(rows, methods)
+    compiled = _compile_table(rows, methods)
     text = "\n".join([
         f"# Benchmark: suite {suite}", "",
         f"Budget {budget} candidates per run; methods {', '.join(methods)}; seeds {seeds}; {len(rows)} runs. "
@@ -173,16 +196,42 @@ def write_report(out: Path, rows: list[dict[str, Any]], *, suite: str, budget: i
         "exists.", "",
         "## Methods", "", f"Over {scope}.", "", *table, "",
         "## Best speedup per task (geometric mean over seeds; `seed`: the task's best seed kernel)", "",
+        "Speedups are predicted: the kernel's and the eager baseline's latencies both come from the "
+        "performance model.  Its measured error on published timings, per task (docs/fidelity.md):", "",
+        *_model_error_table(rows), "",
         *per_task["speedup"], "",
         "## QD-score per task (mean over seeds; in brackets: candidates evaluated, mean over seeds)", "",
         *per_task["qd"], "",
         "## Fraction of speed-of-light per hardware (best kernel of each run; mean over the runs whose task "
         "targets that hardware, their number in brackets)", "",
         *sol, "",
+        "## Compile pass rate per hardware (candidates whose best configs compile with Triton for that GPU, "
+        "of those that reached the compile gate; summed over seeds)", "",
+        *compiled, "",
         *(["## Runs left out", "", *[f"- {r}" for r in left_out], ""] if left_out else []),
         "## Curves", "", *[f"![{p.stem}]({p.name})" for p in plots], ""])
     (out / "report.md").write_text(text)
     return "\n".join(table)
+
+
+def _model_error_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Task, op kind and the model's measured error band on the task's first hardware."""
+    from .fidelity import band_note
+    from .fidelity.opkind import op_kind
+    from .search.history import open_run
+    lines = ["| task | op kind | hardware | model error |", "|---|---|---|---|"]
+    for task_name, run_dir in dict((r["task"], r.get("run_dir")) for r in rows).items():
+        try:
+            run = open_run(run_dir)
+            try:
+                hardware = list(run.config.get("hardware") or run.task.hardware)[0]
+                kind = op_kind(run.task)
+            finally:
+                run.close()
+        except Exception:  # noqa: BLE001 - a run directory that moved or cannot be read: no band
+            continue
+        lines.append(f"| {task_name} | {kind} | {hardware} | {band_note(kind, hardware).removeprefix('predicted; ')} |")
+    return lines
 
 
 def _per_task_table(rows: list[dict[str, Any]], methods: list[str], levels: dict[str, int]
@@ -230,6 +279,33 @@ def _parse_sol(text: str | None) -> dict[str, float]:
         if sep:
             out[name.strip()] = float(value)
     return out
+
+
+def _compile_table(rows: list[dict[str, Any]], methods: list[str]) -> list[str]:
+    """Markdown table method x hardware: compile pass rate, and the compile cache's hit rate."""
+    counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    hits = misses = 0
+    for r in rows:
+        for part in (r.get("compile_pass") or "").split(";"):
+            hw, sep, frac = part.partition("=")
+            if sep and "/" in frac:
+                ok, n = frac.split("/")
+                counts[(r["method"], hw)][0] += int(ok)
+                counts[(r["method"], hw)][1] += int(n)
+        hits += int(r.get("compile_cache_hits") or 0)
+        misses += int(r.get("compile_cache_misses") or 0)
+    hardware = sorted({hw for _, hw in counts})
+    if not hardware:
+        return ["No candidate reached the compile gate (no GPU with a Triton backend in the runs' hardware)."]
+    table = ["| method | " + " | ".join(hardware) + " |", "|---|" + "---:|" * len(hardware)]
+    for method in methods:
+        cells = [f"{100 * c[0] / c[1]:.1f}% ({c[0]}/{c[1]})" if (c := counts.get((method, hw))) and c[1] else "-"
+                 for hw in hardware]
+        table.append(f"| {method} | " + " | ".join(cells) + " |")
+    total = hits + misses
+    table += ["", f"Compile cache: {hits} of {total} compiles answered from the cache "
+                  f"({100 * hits / total:.1f}%)." if total else "Compile cache: no compiles."]
+    return table
 
 
 def _sol_table(rows: list[dict[str, Any]], methods: list[str]) -> list[str]:

@@ -15,6 +15,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from .ast_safe import parse as safe_parse
+
 #: Launch options Triton itself consumes; they do not change what the interpreter
 #: computes, so the trace is shared across them and the model sweeps them.
 HINT_PARAMS = ("num_warps", "num_stages")
@@ -39,7 +41,7 @@ class ParamSpaceError(ValueError):
 def parse_param_space(source: str) -> dict[str, list[Any]]:
     """Read the module-level ``PARAMS`` literal from *source* without running it."""
     try:
-        tree = ast.parse(source)
+        tree = safe_parse(source)
     except SyntaxError as exc:
         raise ParamSpaceError(f"source does not parse: line {exc.lineno}: {exc.msg}") from None
     node = None

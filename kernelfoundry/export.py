@@ -57,8 +57,9 @@ def _call(params: dict[str, Any], names: list[str]) -> str:
 
 
 def render_export(*, task_name: str, level: int, cid: int, row, cell_desc: str, hardware: dict,
-                  names: list[str], valid: list[str]) -> str:
-    """The text of one exported kernel file: *names* in run order, *valid* those with a tuned config."""
+                  names: list[str], valid: list[str], error_notes: dict[str, str] | None = None) -> str:
+    """The text of one exported kernel file: *names* in run order, *valid* those with a tuned config;
+    *error_notes* per hardware: the model's measured error band (:func:`kernelfoundry.fidelity.band_note`)."""
     default_hw = valid[0]
     source, missing = tuned_source(row.source, dict(hardware[default_hw]["best_params"]))
     lines = [f"Elite kernel for task '{task_name}' (level {level}), exported from a KernelFoundry run.", "",
@@ -66,7 +67,7 @@ def render_export(*, task_name: str, level: int, cid: int, row, cell_desc: str, 
              f"cell: {cell_desc}",
              f"objective: {row.objective:.4g}x speedup over the eager PyTorch estimate "
              f"(geometric mean over target shapes and hardware)",
-             "predicted latency per hardware, at its tuned parameters:"]
+             "predicted latency per hardware, at its tuned parameters (model predictions, not measurements):"]
     for name in names:
         score = hardware[name]
         sol = score.get("sol_fraction")
@@ -74,6 +75,8 @@ def render_export(*, task_name: str, level: int, cid: int, row, cell_desc: str, 
             lines.append(f"  {name}: {format_latency(score.get('latency_s'))}, "
                          f"{'-' if sol is None else f'{100 * sol:.1f}%'} of speed-of-light, "
                          f"baseline {format_latency(score.get('baseline_s'))}")
+            if error_notes and error_notes.get(name):
+                lines.append(f"    ({error_notes[name]})")
         else:
             lines.append(f"  {name}: no valid config (the model found none that fits this hardware)")
     lines += ["", f"Defaults: the parameters tuned for {default_hw} (first in each PARAMS list and, where "
@@ -85,6 +88,15 @@ def render_export(*, task_name: str, level: int, cid: int, row, cell_desc: str, 
         lines.append(f"launch takes {', '.join(missing)} without a default: pass them as above.")
     header = "".join(f"# {line}".rstrip() + "\n" for line in lines)
     return header + "\n" + source.rstrip() + "\n"
+
+
+def _error_notes(task, names: list[str]) -> dict[str, str]:
+    """The model's measured error band per hardware, for the header (empty if it cannot be had)."""
+    try:
+        from .fidelity import band_note
+        return {name: band_note(task, name) for name in names}
+    except Exception:  # noqa: BLE001 - an export must not fail over an annotation
+        return {}
 
 
 def _clear_previous(out: Path, force: bool) -> None:
@@ -142,7 +154,8 @@ def export_run(run_dir: str | Path, *, out: Path | None = None, top: int | None 
             cell_desc = run.archive.spec.describe_cell(elite.cell)
             name = f"{run.task.name}_{rank:02d}_c{elite.candidate_id}.py"
             text = render_export(task_name=run.task.name, level=run.task.level, cid=elite.candidate_id, row=row,
-                                 cell_desc=cell_desc, hardware=row.hardware, names=names, valid=valid)
+                                 cell_desc=cell_desc, hardware=row.hardware, names=names, valid=valid,
+                                 error_notes=_error_notes(run.task, valid))
             _write(out / name, text)
             manifest.append({"file": name, "rank": rank, "candidate_id": elite.candidate_id,
                              "objective": elite.objective, "cell": list(elite.cell), "cell_description": cell_desc,

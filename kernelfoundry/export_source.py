@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from .ast_safe import parse as safe_parse
+
 
 def _offsets(source: str) -> list[int]:
     """Byte offset of the start of every line of *source* (ast columns count UTF-8 bytes)."""
@@ -36,7 +38,7 @@ def tuned_source(source: str, params: dict[str, Any]) -> tuple[str, list[str]]:
     A positional ``launch`` parameter gets a default only when every parameter after it
     gets one too (Python's rule); the names left without are returned for the header.
     """
-    tree = ast.parse(source)
+    tree = safe_parse(source)
     starts = _offsets(source)
     edits: list[tuple[int, int, str]] = []
     launch = None

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from .ast_safe import parse as safe_parse
 from .errors import TaskError
 
 FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
@@ -233,7 +234,7 @@ def task_from_dict(data: Any, *, source: Path | None = None, check_files: bool =
 
 def _check_reference(reference: str, fail) -> None:
     try:
-        tree = ast.parse(reference)
+        tree = safe_parse(reference)
     except SyntaxError as exc:
         raise fail("reference", f"is not valid Python: line {exc.lineno}: {exc.msg}.") from None
     if not any(isinstance(n, ast.FunctionDef) and n.name == "reference" for n in tree.body):

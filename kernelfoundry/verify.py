@@ -28,7 +28,9 @@ gates, in order (the first failure stops the run):
   correctness  every check shape x value profile; fresh NaN-poisoned outputs; bounds; determinism
   trace        sampled programs at the target shapes in the instrumented interpreter
   model        the performance model scores each hardware and picks the best parameters
-  sandbox      the sandboxed process was killed or crashed at an unknown stage
+  compile      the best configs compiled for each GPU of the run (Triton's compiler, ahead of time, on
+               the CPU): registers, spills, shared memory; what does not compile is excluded
+  sandbox      the sandboxed process was killed or crashed at an unknown stage, or returned a malformed report
 
 examples:
   python -m kernelfoundry.verify experiments/tasks/softmax.yaml experiments/tasks/kernels/softmax_naive.py
@@ -56,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-kernel-configs", type=int, default=8, metavar="N",
                    help="kernel configs (non-hint PARAMS combinations) checked and traced (default 8)")
     p.add_argument("--traces", action="store_true", help="with --json, include the raw traces")
+    p.add_argument("--no-compile", action="store_true",
+                   help="skip the compile gate (the model keeps its register/shared-memory estimates)")
+    p.add_argument("--asm", metavar="DIR",
+                   help="write the PTX and SASS (NVIDIA) or AMDGCN (AMD) of each GPU's best config into DIR/<hardware>/")
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     return p
 
@@ -67,7 +73,16 @@ def format_latency(seconds: float | None) -> str:
     return f"{seconds * 1e3:.4g} ms" if seconds >= 1e-4 else f"{seconds * 1e6:.4g} us"
 
 
-def format_text(result: VerifyResult, *, task_name: str, kernel: str) -> str:
+def error_notes(task, hardware: list[str]) -> dict[str, str]:
+    """Per hardware, how far the predictions can be trusted (the model's measured error band)."""
+    try:
+        from .fidelity import band_note
+    except ImportError:
+        return {}
+    return {name: band_note(task, name) for name in hardware}
+
+
+def format_text(result: VerifyResult, *, task_name: str, kernel: str, notes: dict[str, str] | None = None) -> str:
     """The human-readable report."""
     lines = [f"kernel {kernel} on task {task_name}"]
     for gate in result.gates:
@@ -86,7 +101,7 @@ def format_text(result: VerifyResult, *, task_name: str, kernel: str) -> str:
             parts.append(f"{name} = {value:.3g} ({BIN_LABELS[name][index]})")
         lines.append("descriptors: " + "; ".join(parts))
     if result.objective is not None:
-        lines.append(f"objective: {result.objective:.4g} (speedup over the eager PyTorch estimate)")
+        lines.append(f"objective: {result.objective:.4g} (predicted speedup over the eager PyTorch estimate)")
     for name, score in result.hardware.items():
         if score.latency_s is None or not math.isfinite(score.latency_s):
             lines.append(f"  {name:<14} no valid config: the model found none that fits this hardware (see the "
@@ -95,14 +110,20 @@ def format_text(result: VerifyResult, *, task_name: str, kernel: str) -> str:
         params = ", ".join(f"{k}={v}" for k, v in score.best_params.items())
         lines.append(f"  {name:<14} latency {format_latency(score.latency_s):>10}   speed-of-light "
                      f"{100 * score.sol_fraction:5.1f}%   best {params}")
+        if notes and notes.get(name):
+            lines.append(f"  {'':<14} {notes[name]}")
     status = "PASSED" if result.passed else f"FAILED at gate '{result.gate}'"
     lines.append(f"{status} in {result.seconds:.2f} s")
     return "\n".join(lines)
 
 
-def to_json(result: VerifyResult, *, task_name: str, kernel: str, with_traces: bool) -> dict[str, Any]:
+def to_json(result: VerifyResult, *, task_name: str, kernel: str, with_traces: bool,
+            notes: dict[str, str] | None = None) -> dict[str, Any]:
     out = result.to_dict(with_traces=with_traces)
     out["task"], out["kernel"] = task_name, kernel
+    for name, note in (notes or {}).items():
+        if name in out["hardware"]:
+            out["hardware"][name]["model_error"] = note
     return out
 
 
@@ -114,6 +135,21 @@ def read_kernel(path: str) -> str:
         return p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"kernel file {p} cannot be read as UTF-8 text: {exc}.") from None
+
+
+def write_asm_files(result: VerifyResult, directory: str) -> None:
+    """``--asm DIR``: the best configs' assembly, or a note on stderr when nothing compiled."""
+    from .evaluate.compile_gate import write_best_asm
+    gate = next((g for g in result.gates if g.name == "compile"), None)
+    if gate is None or not gate.passed:
+        print(f"note: no assembly written to {directory}: the kernel did not reach or pass the compile gate.",
+              file=sys.stderr)
+        return
+    try:
+        files = write_best_asm(gate.details, directory)
+    except OSError as exc:
+        raise UserError(f"cannot write assembly into {directory}: {exc}.") from None
+    print(f"assembly: {len(files)} file(s) in {directory}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -131,12 +167,18 @@ def run(args: argparse.Namespace) -> int:
         if not hardware:
             raise UserError("--hardware is empty; give names such as h100,ascend910b2.")
     seed = verify_seed(source) if args.seed is None else args.seed
+    if args.asm and args.no_compile:
+        raise UserError("--asm needs the compile gate; drop --no-compile.")
     result = verify(task, source, hardware, seed=seed, limits=default_limits(task, args.timeout),
-                    max_kernel_configs=args.max_kernel_configs)
+                    max_kernel_configs=args.max_kernel_configs, compile=not args.no_compile)
+    if args.asm:
+        write_asm_files(result, args.asm)
+    notes = error_notes(task, list(result.hardware)) if result.hardware else {}
     if args.json:
-        print(json.dumps(to_json(result, task_name=task.name, kernel=args.kernel, with_traces=args.traces)))
+        print(json.dumps(to_json(result, task_name=task.name, kernel=args.kernel, with_traces=args.traces,
+                                 notes=notes)))
     else:
-        print(format_text(result, task_name=task.name, kernel=args.kernel))
+        print(format_text(result, task_name=task.name, kernel=args.kernel, notes=notes))
     return 0 if result.passed else 1
 
 

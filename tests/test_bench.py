@@ -9,7 +9,7 @@ import pytest
 from kernelfoundry import REPO_DIR
 from kernelfoundry import bench_report
 from kernelfoundry.bench import main as bench_main
-from kernelfoundry.bench_report import _per_task_table, _sol_table, method_metrics
+from kernelfoundry.bench_report import _compile_table, _per_task_table, _sol_table, compile_stats, method_metrics
 
 
 def test_tiny_suite_all_methods_end_to_end(tmp_path, ray_local, monkeypatch, capsys):
@@ -26,6 +26,8 @@ def test_tiny_suite_all_methods_end_to_end(tmp_path, ray_local, monkeypatch, cap
         assert float(r["best_objective"]) >= float(r["seed_objective"]) > 0
         assert "h100=" in r["sol_fraction"] and float(r["qd_score"]) > 0
         assert (out / "runs" / "relu" / r["method"] / "seed0" / "run.sqlite").exists()
+        ok, reached = r["compile_pass"].split("h100=")[1].split(";")[0].split("/")      # relu compiles for h100
+        assert int(reached) >= 1 and 0 <= int(ok) <= int(reached)
     # the runs share verdicts: the seed kernel, verified by the first run, is read back by the others
     assert rows[0]["verdicts_cached"] == "0"
     assert int(rows[1]["verdicts_cached"]) >= 1 and int(rows[2]["verdicts_cached"]) >= 1
@@ -33,6 +35,7 @@ def test_tiny_suite_all_methods_end_to_end(tmp_path, ray_local, monkeypatch, cap
     report = (out / "report.md").read_text()
     assert "| relu | 1 |" in report and "fast_1.5" in report and "## QD-score per task" in report
     assert "| map-elites | " in report.split("speed-of-light per hardware")[1]
+    assert "## Compile pass rate per hardware" in report and "Compile cache:" in report
     assert (out / "best_objective.png").stat().st_size > 0 and (out / "qd_score.png").stat().st_size > 0
     # a second invocation with the same --out resumes: finished runs are not re-evaluated
     assert bench_main([str(suite), "--methods", "greedy", "--seeds", "0", "--workers", "1",
@@ -146,6 +149,20 @@ def test_per_task_tables_on_known_rows():
     # QD-score: mean over seeds, with the mean number of candidates in brackets
     assert tables["qd"][2] == "| a | 1 | 3.00 (15) | 0.00 (10) |"
     assert tables["qd"][3] == "| b | 2 | - | 1.50 (10) |"
+
+
+def test_compile_table_sums_pass_rates_and_cache_hits():
+    rows = [_row("a", "m", 0, 0.5), _row("b", "m", 0, 2.0), _row("a", "g", 0, None)]
+    rows[0].update(compile_pass="h100=3/4;a100=2/2", compile_cache_hits=5, compile_cache_misses=3)
+    rows[1].update(compile_pass="h100=1/4", compile_cache_hits=1, compile_cache_misses=1)
+    rows[2].update(compile_pass="", compile_cache_hits=0, compile_cache_misses=0)
+    table = _compile_table(rows, ["m", "g"])
+    assert table[0] == "| method | a100 | h100 |"
+    assert table[2] == "| m | 100.0% (2/2) | 50.0% (4/8) |" and table[3] == "| g | - | - |"
+    assert table[-1] == "Compile cache: 6 of 10 compiles answered from the cache (60.0%)."
+    assert compile_stats([[{"name": "compile", "details": {"cache_hits": 2, "cache_misses": 1, "hardware": {
+        "h100": {"status": "ok"}, "a100": {"status": "error"}, "ascend910b2": {"status": "no_backend"}}}}],
+        [{"name": "hack"}], None]) == {"pass": {"a100": (0, 1), "h100": (1, 1)}, "hits": 2, "misses": 1}
 
 
 def test_sol_table_averages_per_method_and_hardware():

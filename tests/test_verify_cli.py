@@ -25,7 +25,8 @@ def test_help_describes_the_gates(capsys):
         main(["--help"])
     assert exc.value.code == 0
     out = capsys.readouterr().out
-    for word in ("--json", "--hardware", "--timeout", "correctness", "sandbox", "examples"):
+    for word in ("--json", "--hardware", "--timeout", "correctness", "sandbox", "examples", "--asm",
+                 "--no-compile", "compile"):
         assert word in out
 
 
@@ -81,6 +82,9 @@ def test_seed_through_the_real_command():
     for name in ("h100", "ascend910b2"):
         hw = out["hardware"][name]
         assert hw["latency_s"] > 0 and 0 < hw["sol_fraction"] <= 1 and "BLOCK_N" in hw["best_params"]
+        assert hw["model_error"].startswith("predicted; model error on ")     # how far to trust the number
+    assert "registers" in out["hardware"]["h100"]["compiled"] and out["hardware"]["ascend910b2"]["compiled"] == ""
+    assert [g["name"] for g in out["gates"]][-3:] == ["model", "compile", "confirm"]
     text = format_text(VerifyResult.from_dict(out), task_name="softmax", kernel=SEED)
     for part in ("hack", "correctness", "descriptors: tiling", "objective:", "ascend910b2", "speed-of-light",
                  "best BLOCK_N=", "PASSED"):

@@ -9,6 +9,7 @@ see the same data.
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
@@ -23,7 +24,7 @@ TORCH_DTYPES = {
 }
 
 #: Value profiles for float inputs, in the order the correctness gate runs them.
-PROFILES = ("normal", "uniform", "tiny", "large", "near_one", "sparse")
+PROFILES = ("normal", "uniform", "tiny", "large", "near_one", "sparse", "wide")
 PROFILE_DOC = {
     "normal": "standard normal",
     "uniform": "uniform in [-1, 1)",
@@ -31,7 +32,20 @@ PROFILE_DOC = {
     "large": "standard normal x 1e3",
     "near_one": "1 + 0.01 x standard normal",
     "sparse": "standard normal with 90% zeros",
+    "wide": "standard normal x 1e5, beyond fp16's range (tasks with fp32/fp64 inputs only): a kernel that "
+            "computes an fp32 task in fp16 overflows",
 }
+#: Profiles that only apply when some float input is wider than 16 bits.
+WIDE_ONLY = ("wide",)
+
+
+def profiles_for(task: Task, wanted: tuple[str, ...] = PROFILES) -> tuple[str, ...]:
+    """The profiles the correctness gate runs for *task* (only ``normal`` without float inputs)."""
+    floats = [spec.dtype for spec in task.inputs if spec.is_float]
+    if not floats:
+        return ("normal",)
+    wide = any(d in ("float32", "float64") for d in floats)
+    return tuple(p for p in wanted if wide or p not in WIDE_ONLY)
 #: Integer trace inputs at least this large are not filled (a constant low value instead).
 FILL_LIMIT_BYTES = 64 << 20
 
@@ -51,6 +65,8 @@ def _float_values(profile: str, shape: tuple[int, ...], gen: torch.Generator) ->
     if profile == "sparse":
         keep = torch.rand(shape, generator=gen) >= 0.9
         return normal * keep
+    if profile == "wide":
+        return normal * 1e5
     raise ValueError(f"unknown value profile {profile!r}; known: {', '.join(PROFILES)}")
 
 
@@ -62,10 +78,15 @@ class InputFactory:
         self.seed = int(seed)
         self.calls = 0
 
-    def make(self, env: dict[str, int], profile: str = "normal") -> list[torch.Tensor]:
-        """One tensor per task input, in task order, for shape binding *env*."""
+    def make(self, env: dict[str, int], profile: str = "normal", *, call: int | None = None) -> list[torch.Tensor]:
+        """One tensor per task input, in task order, for shape binding *env*.
+
+        *call* numbers the draw explicitly (the sandboxed child and the judge must draw the same
+        values); by default draws are numbered 1, 2, 3... in call order.
+        """
         self.calls += 1
-        gen = torch.Generator().manual_seed((self.seed * 1_000_003 + self.calls) % (2 ** 63))
+        call = self.calls if call is None else int(call)
+        gen = torch.Generator().manual_seed((self.seed * 1_000_003 + call) % (2 ** 63))
         tensors = []
         for spec in self.task.inputs:
             shape = spec.concrete_shape(env)
@@ -78,6 +99,31 @@ class InputFactory:
                 low, high = spec.bound(spec.low, env), spec.bound(spec.high, env)
                 tensors.append(torch.randint(low, high, shape, generator=gen, dtype=torch.int64).to(dtype))
         return tensors
+
+
+def trace_inputs(task: Task, env: dict[str, int], seed: int = 0) -> tuple[list[torch.Tensor], list]:
+    """Inputs for tracing at a target shape: real values (the "normal" profile for floats, uniform
+    in ``[low, high)`` for integers) at the memory cost of one tile each (see :mod:`tiled`).
+
+    Returns the tensors and the mappings to release once the trace is done.
+    """
+    from .tiled import filled_input
+    tensors, mappings = [], []
+    for i, spec in enumerate(task.inputs):
+        shape = spec.concrete_shape(env)
+        dtype = TORCH_DTYPES[spec.dtype]
+        gen = torch.Generator().manual_seed((int(seed) * 7919 + i) % (2 ** 63))
+        if spec.is_float:
+            make = (lambda n, gen=gen, dtype=dtype: torch.randn(n, generator=gen).to(dtype))
+        else:
+            low = 0 if spec.dtype == "bool" else spec.bound(spec.low, env)
+            high = 2 if spec.dtype == "bool" else spec.bound(spec.high, env)
+            make = (lambda n, gen=gen, dtype=dtype, low=low, high=high: torch.randint(
+                low, high, (n,), generator=gen, dtype=torch.int64).to(dtype))
+        tensor, mapping = filled_input(shape, dtype, make)
+        tensors.append(tensor)
+        mappings.append(mapping)
+    return tensors, mappings
 
 
 def empty_inputs(task: Task, env: dict[str, int], seed: int = 0) -> list[torch.Tensor]:
@@ -108,3 +154,9 @@ def empty_inputs(task: Task, env: dict[str, int], seed: int = 0) -> list[torch.T
         else:
             tensors.append(torch.full(shape, low, dtype=dtype))
     return tensors
+
+
+def digest(tensor: torch.Tensor) -> str:
+    """A short hash of a tensor's bytes (inputs before and after ``launch``)."""
+    data = tensor.detach().reshape(-1).contiguous().view(torch.uint8).numpy()
+    return hashlib.sha256(data.tobytes()).hexdigest()[:32]

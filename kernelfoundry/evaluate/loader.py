@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator
 
 from ..candidate import ParamSpaceError, parse_param_space
 from ..task import Task
+from .arms import ARM_HELPER, _kf_arm, compile_host
 from .records import GateResult
 
 MAX_REASON_CHARS = 600
@@ -92,7 +93,9 @@ class LoadedCandidate:
 
 def import_candidate(source: str, directory: Path, *, inject: dict[str, Any] | None = None,
                      timeout: float | None = None) -> tuple[ModuleType, Path]:
-    """Write *source* under *directory* and import it as a fresh, uniquely named module.
+    """Write *source* under *directory* and import it as a fresh, uniquely named module (its host
+    branches instrumented, :mod:`arms`; the file keeps the source as written, which the interpreter
+    reads the kernels from).
 
     *inject* names are placed in the module namespace before its code runs.
     """
@@ -102,10 +105,11 @@ def import_candidate(source: str, directory: Path, *, inject: dict[str, Any] | N
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     module.__dict__.update(inject or {})
+    module.__dict__[ARM_HELPER] = _kf_arm            # host branches record their arms (see arms.py)
     sys.modules[name] = module
     try:
         with time_limit(timeout, "importing the module"):
-            spec.loader.exec_module(module)
+            exec(compile_host(source, str(path)), module.__dict__)
     except BaseException:
         sys.modules.pop(name, None)
         raise

@@ -1,24 +1,38 @@
-"""The verifier pipeline: hack gate -> sandboxed load/correctness/trace -> model -> descriptors.
+"""The verifier pipeline: hack gate -> sandboxed checks and trace -> judge -> model -> compile -> confirm.
 
-``verify(task, source, hardware)`` always returns a :class:`VerifyResult`; it
-raises only for the caller's own mistakes (unknown hardware names), never for
-anything the candidate does.  The candidate runs only inside the sandbox
-(:mod:`sandbox`); the driver reads its source statically (:mod:`hack`,
-``parse_param_space``) and the child's JSON result, which it validates
-before use (a hostile candidate could have forged it).
+``verify(task, source, hardware)`` always returns a :class:`VerifyResult`; it raises
+only for the caller's own mistakes (unknown hardware names) or when the sandbox
+cannot confine a child on this machine, never for anything the candidate does.
+
+The candidate runs only inside the sandbox: a *check* job runs the planned
+correctness runs and reports raw outputs, a *trace* job (beside it, cancelled when the
+checks fail) runs sampled programs at the target shapes and reports raw events, and
+the confirm gate's check job runs the configs the model picked at their span shapes.  Everything that decides the verdict runs
+here, in a process that never imports candidate code: the plan (inputs, shapes,
+program orders), the comparison with the reference (:mod:`correctness`), the
+weighting and counting of trace events (:mod:`trace_counts`), the coverage and
+plausibility checks (:mod:`plausibility`), the model and the descriptors.  The
+child's reports are untrusted data: malformed ones fail the ``sandbox`` gate.
+See ``docs/verifier.md`` for the threat model.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ..candidate import HINT_PARAMS, ParamSpaceError, kernel_configs, parse_param_space
 from ..task import Task
+from .channel import DATA_FILE, BlobReader
+from .correctness import Judge, MalformedReport, plan_runs
 from .hack import hack_gate
+from .job import child_task
 from .records import ConfigTrace, GateResult, VerifyResult
-from .sandbox import GiB, SandboxLimits, SandboxOutcome, run_sandboxed
+from .sandbox import GiB, SandboxIsolationError, SandboxLimits, SandboxOutcome, run_sandboxed
+from .trace_counts import MalformedTrace, build_config_trace
 
 CHILD_MODULE = "kernelfoundry.evaluate.child"
 CHILD_GATES = ("load", "correctness", "trace")
@@ -29,10 +43,10 @@ _TAIL_IN_REASON = 800
 def default_limits(task: Task, timeout_s: float = DEFAULT_TIMEOUT_S) -> SandboxLimits:
     """Sandbox limits for *task*: the address space must hold its target-shape tensors.
 
-    Target-shape inputs and outputs are allocated but only sampled programs
-    touch them, so virtual memory is sized as 4 GiB plus three times the
-    largest target input set (inputs, outputs, one temporary); real memory is
-    held to 4 GB by the RSS watchdog.
+    Target-shape inputs and outputs are allocated but only sampled programs touch them
+    (large inputs repeat one tile, see :mod:`tiled`), so virtual memory is sized as
+    4 GiB plus three times the largest target input set; real memory is held to 4 GB
+    by the RSS watchdog.
     """
     largest = max(task.input_bytes(env) for env in task.target_shapes)
     return SandboxLimits(wall_s=timeout_s, address_space_bytes=max(8 * GiB, 4 * GiB + 3 * largest))
@@ -56,13 +70,17 @@ def check_hardware(names: list[str]) -> None:
 
 def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: int = 0,
            limits: SandboxLimits | None = None, max_kernel_configs: int = 8, trace_programs: int = 4,
-           tune: bool = True, mode: str | None = None) -> VerifyResult:
+           tune: bool = True, mode: str | None = None, compile: bool = True, compile_top_k: int = 4,
+           compile_cache: Any = None) -> VerifyResult:
     """Run every gate on *source* for *task*; see the module docstring.
 
     *hardware* defaults to the task's list.  *limits* defaults to
     :func:`default_limits`.  ``tune=False`` checks, traces and scores only the
     default config (the first value of every PARAMS entry; an ablation).
-    *mode* picks the sandbox mode ("fork"/"spawn").
+    *mode* picks the sandbox mode ("fork"/"spawn").  ``compile=False`` skips the
+    compile gate (the model keeps its estimates everywhere); *compile_top_k* configs
+    per hardware are compiled, cached in *compile_cache* (a directory or None for
+    the default location, see docs/compiler.md).
     """
     start = time.perf_counter()
     hardware = list(hardware or task.hardware)
@@ -85,55 +103,141 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
         space = parse_param_space(source)
     except ParamSpaceError as exc:
         return VerifyResult.failed("load", f"{exc}.", gates=gates, seconds=elapsed())
-
     if not tune:
         space = {name: values[:1] for name, values in space.items()}
     limits = limits or default_limits(task)
-    payload = {"source": source, "task": task.to_dict(),
-               "kernel_configs": kernel_configs(space, cap=max(1, max_kernel_configs), seed=seed),
-               "hints": {n: space[n][0] for n in HINT_PARAMS if n in space},
-               "seed": seed, "do_trace": True, "trace_programs": trace_programs,
-               **child_timeouts(limits.wall_s)}
-    outcome = run_sandboxed(CHILD_MODULE, payload, limits, mode=mode)
-    child_gates, traces, failure = read_child_result(outcome, payload["kernel_configs"], len(task.target_shapes))
-    gates += child_gates
-    if failure is not None:
-        gates.append(failure)
-    if not gates[-1].passed:                  # the space is the driver's own static parse, never the child's
+    configs = kernel_configs(space, cap=max(1, max_kernel_configs), seed=seed)
+    base = {"source": source, "task": child_task(task.to_dict()), "kernel_configs": configs,
+            "hints": {n: space[n][0] for n in HINT_PARAMS if n in space}, "seed": seed,
+            **child_timeouts(limits.wall_s)}
+
+    def stop(traces: list[ConfigTrace] | None = None) -> VerifyResult:
+        # the space is the driver's own static parse, never the child's
         return VerifyResult(passed=False, gate=gates[-1].name, reason=gates[-1].reason, gates=gates,
-                            param_space=space, traces=traces, seconds=elapsed())
+                            param_space=space, traces=traces or [], seconds=elapsed())
+
+    plan = plan_runs(task, configs, seed=seed)
+    # The trace job needs nothing from the check job: it runs beside it and is cancelled if the checks fail.
+    cancel = threading.Event()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        trace_job = pool.submit(run_sandboxed, CHILD_MODULE, {**base, "kind": "trace", "trace_programs": trace_programs},
+                                limits, mode=mode, extra_files=(DATA_FILE,), cancel=cancel)
+        try:
+            outcome = run_sandboxed(CHILD_MODULE, {**base, "kind": "check", "runs": plan, "probe_configs": configs},
+                                    limits, mode=mode, extra_files=(DATA_FILE,))
+            load, report = read_job(outcome, "check")
+            gates += load
+            if not gates[-1].passed:
+                return stop()
+            correctness = judge_checks(task, plan, report["check"], outcome, seed=seed)
+            correctness.seconds += outcome.wall_s              # the check job, then its judgement
+            gates.append(correctness)
+            if not correctness.passed:
+                return stop()
+            traced = trace_job.result()
+        finally:
+            if not trace_job.done() or not gates[-1].passed:
+                cancel.set()
+                _settle(trace_job)
+    probes = report["check"].get("probes")
+    records = list(zip(plan, report["check"].get("runs", [])))
+    load, report = read_job(traced, "trace")
+    if not load[-1].passed:                    # it loaded for the checks: a failure now belongs to a later gate
+        gates.append(GateResult(name="trace", passed=False, reason=load[-1].reason, seconds=load[-1].seconds,
+                                details=load[-1].details))
+        return stop()
+    gate, traces = judge_trace(report["trace"], traced, configs, len(task.target_shapes))
+    gates.append(gate)
+    if not gate.passed:
+        return stop(traces)
+
+    def run_checks(runs: list[dict[str, Any]]) -> tuple[Any, Any]:
+        job = run_sandboxed(CHILD_MODULE, {**base, "kind": "check", "runs": runs}, limits, mode=mode,
+                            extra_files=(DATA_FILE,))
+        failed, result = read_job(job, "check")
+        if not failed[-1].passed:
+            return failed[-1], None
+        return BlobReader(job.files.get(DATA_FILE)), result["check"]
+
+    confirm = {"task": task, "traces": traces, "probes": probes, "spanned": [], "records": records,
+               "first_call": len(plan) + 1, "run_checks": run_checks}
     return score_and_describe(task, traces, space, hardware, gates, seed=seed,
-                              seconds_so_far=time.perf_counter() - start)
+                              seconds_so_far=time.perf_counter() - start,
+                              compile_with={"source": source, "top_k": compile_top_k, "cache": compile_cache}
+                              if compile else None, confirm_with=confirm)
 
 
-def read_child_result(outcome: SandboxOutcome, configs: list[dict[str, Any]], n_shapes: int
-                      ) -> tuple[list[GateResult], list[ConfigTrace], GateResult | None]:
-    """Validate the child's result against what was asked: (gates, traces, failure gate or None)."""
+def _settle(job: Future) -> None:
+    """Wait for a cancelled job; only a sandbox that cannot confine its child is worth raising."""
+    try:
+        job.result()
+    except SandboxIsolationError:
+        raise
+    except Exception:  # noqa: BLE001 - the verdict is already decided by an earlier gate
+        pass
+
+
+def read_job(outcome: SandboxOutcome, kind: str) -> tuple[list[GateResult], dict[str, Any] | None]:
+    """The load gate and the child's whole result (holding a *kind* report when the load passed);
+    a failure gate and None when there is no usable result."""
     result = outcome.result
     if not outcome.ok or result is None:
-        return [], [], sandbox_failure(outcome)
+        return [sandbox_failure(outcome)], None
     if result.get("error"):
         gate = outcome.progress if outcome.progress in CHILD_GATES else "sandbox"
-        return [], [], GateResult(name=gate, passed=False, seconds=outcome.wall_s,
-                                        reason=f"the verifier failed inside the sandbox: {str(result['error'])[:500]}")
+        return [GateResult(name=gate, passed=False, seconds=outcome.wall_s,
+                           reason=f"the verifier failed inside the sandbox: {str(result['error'])[:500]}")], None
     try:
         gates = [GateResult.from_dict(g) for g in result["gates"]]
-        names = [g.name for g in gates]
-        if not gates or names != list(CHILD_GATES[:len(names)]) or any(
-                not isinstance(g.passed, bool) or not isinstance(g.reason, str) for g in gates):
-            raise ValueError(f"unexpected gates {names}")
-        if any(not g.passed for g in gates[:-1]):
-            raise ValueError("a gate failed but later gates ran")
-        traces = [ConfigTrace.from_dict(t) for t in result.get("traces", [])]
+        if len(gates) != 1 or gates[0].name != "load" or not isinstance(gates[0].passed, bool) \
+                or not isinstance(gates[0].reason, str):
+            raise ValueError(f"unexpected gates {[g.name for g in gates]}")
+        failed_checks = isinstance(result.get("check"), dict) and result["check"].get("error") is not None
+        if gates[0].passed and not isinstance(result.get(kind), dict) and not failed_checks:
+            raise ValueError(f"the load gate passed but no {kind} report came back")
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return [_malformed(outcome, str(exc))], None
+    return gates, result
+
+
+def judge_checks(task: Task, plan: list[dict[str, Any]], report: Any, outcome: SandboxOutcome, *,
+                 seed: int) -> GateResult:
+    """The correctness gate over *plan* from a child's report (a malformed report fails ``sandbox``)."""
+    if not isinstance(report, dict):
+        return _malformed(outcome, "no check report")
+    try:
+        return Judge(task, plan, seed=seed).judge(report, BlobReader(outcome.files.get(DATA_FILE)))
+    except MalformedReport as exc:
+        return _malformed(outcome, str(exc))
+
+
+def _malformed(outcome: SandboxOutcome, why: str) -> GateResult:
+    return GateResult(name="sandbox", passed=False, seconds=outcome.wall_s,
+                      reason=f"the sandboxed checks returned a malformed result ({why[:300]}).")
+
+
+def judge_trace(report: dict[str, Any], outcome: SandboxOutcome, configs: list[dict[str, Any]],
+                n_shapes: int) -> tuple[GateResult, list[ConfigTrace]]:
+    """The trace gate: the child's records built into :class:`ConfigTrace` s, every one asked for."""
+    blob = BlobReader(outcome.files.get(DATA_FILE))
+    try:
+        records = report.get("traces")
+        if not isinstance(records, list):
+            raise MalformedTrace("no trace list")
+        traces = [build_config_trace(r, blob) for r in records]
         for t in traces:
             if t.config not in configs or not 0 <= t.shape_index < n_shapes:
-                raise ValueError(f"a trace for config {t.config} at shape {t.shape_index} was not asked for")
-        if gates[-1].passed and (names[-1] != "trace" or not traces):
-            raise ValueError("the gates passed but no trace came back")
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        return [], [], GateResult(name="sandbox", passed=False, seconds=outcome.wall_s,
-                                        reason=f"the sandboxed checks returned a malformed result ({exc}).")
-    return gates, traces, None
+                raise MalformedTrace(f"a trace for config {t.config} at shape {t.shape_index} was not asked for")
+        error = report.get("error")
+        if error is None and len(traces) != n_shapes * len(configs):
+            raise MalformedTrace("traces are missing")
+    except MalformedTrace as exc:
+        return _malformed(outcome, f"trace: {exc}"), []
+    seconds = outcome.wall_s
+    if error is not None:
+        return GateResult(name="trace", passed=False, reason=str(error)[:2000], seconds=seconds), traces
+    return GateResult(name="trace", passed=True, seconds=seconds,
+                      details={"traces": len(traces), "seconds": [round(t.seconds, 3) for t in traces]}), traces
 
 
 def sandbox_failure(outcome: SandboxOutcome) -> GateResult:
@@ -150,47 +254,62 @@ def sandbox_failure(outcome: SandboxOutcome) -> GateResult:
 
 def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, list[Any]],
                        hardware: list[str], gates: list[GateResult], *, seed: int,
-                       seconds_so_far: float) -> VerifyResult:
-    """The model gate (one call to the performance model), then the archive descriptors."""
+                       seconds_so_far: float, compile_with: dict[str, Any] | None = None,
+                       confirm_with: dict[str, Any] | None = None) -> VerifyResult:
+    """The model gate (the performance model and the plausibility checks), the compile gate (the model's
+    best configs compiled for each GPU; what does not compile is excluded and the model picks again),
+    then the descriptors."""
     start = time.perf_counter()
 
     def done(**kw) -> VerifyResult:
         seconds = round(seconds_so_far + time.perf_counter() - start, 3)
         return VerifyResult(gates=gates, param_space=space, traces=traces, seconds=seconds, **kw)
 
+    def fail(reason: str, gate: str = "model") -> VerifyResult:
+        if gate == "model":
+            gates.append(GateResult(name="model", passed=False, seconds=time.perf_counter() - start, reason=reason))
+        return done(passed=False, gate=gate, reason=reason)
+
+    from .plausibility import implausible_scores, implausible_traces
+    why = implausible_traces(task, traces)
+    if why:
+        return fail(why)
     try:
         from ..perfmodel.score import score_candidate
     except ImportError as exc:
-        gate = GateResult(name="model", passed=False, reason=f"the performance model is not available ({exc}).")
-        gates.append(gate)
-        return done(passed=False, gate="model", reason=gate.reason)
+        return fail(f"the performance model is not available ({exc}).")
     try:
         score = score_candidate(task, traces, space, hardware, seed=seed)
-        objective = float(score.objective)
-        if not math.isfinite(objective):
-            raise ValueError(f"objective is {objective}")
+        if not math.isfinite(float(score.objective)):
+            raise ValueError(f"objective is {score.objective}")
     except Exception as exc:  # noqa: BLE001 - the model failing on a trace fails this candidate only
-        gate = GateResult(name="model", passed=False, seconds=time.perf_counter() - start,
-                          reason=f"the performance model could not score this kernel: {type(exc).__name__}: {exc}")
-        gates.append(gate)
-        return done(passed=False, gate="model", reason=gate.reason)
-    from .plausibility import implausible
-    why = implausible(task, traces, score.hardware)
+        return fail(f"the performance model could not score this kernel: {type(exc).__name__}: {exc}")
+    why = implausible_scores(score.hardware)
     if why:
-        gate = GateResult(name="model", passed=False, seconds=time.perf_counter() - start, reason=why)
+        return fail(why)
+    model = GateResult(name="model", passed=True, seconds=time.perf_counter() - start)
+    gates.append(model)
+    if compile_with is not None:
+        from .compile_gate import compile_gate
+        gate, score, _ = compile_gate(compile_with["source"], task, traces, space, hardware, score, seed=seed,
+                                      top_k=compile_with["top_k"], cache=compile_with["cache"])
         gates.append(gate)
-        return done(passed=False, gate="model", reason=gate.reason)
+        if not gate.passed:
+            return fail(gate.reason, gate="compile")
+    model.reason, model.details = str(score.feedback), {"best_configs": list(score.best_configs)}
+    if confirm_with is not None:
+        from .confirm import confirm_gate
+        gate = confirm_gate(score=score, seed=seed, **confirm_with)
+        gates.append(gate)
+        if not gate.passed:
+            return fail(gate.reason, gate=gate.name)
     try:
         descriptors = describe(traces, score.hardware.get(hardware[0]))
     except Exception as exc:  # noqa: BLE001 - a trace the descriptors cannot read fails this candidate only
-        gate = GateResult(name="model", passed=False, seconds=time.perf_counter() - start,
-                          reason=f"the archive descriptors could not be computed: {type(exc).__name__}: {exc}")
-        gates.append(gate)
-        return done(passed=False, gate="model", reason=gate.reason)
-    gates.append(GateResult(name="model", passed=True, reason=str(score.feedback),
-                            seconds=time.perf_counter() - start,
-                            details={"best_configs": list(score.best_configs)}))
-    return done(passed=True, gate=None, reason="", descriptors=descriptors, objective=objective,
+        model.passed, model.reason = False, (f"the archive descriptors could not be computed: "
+                                             f"{type(exc).__name__}: {exc}")
+        return done(passed=False, gate="model", reason=model.reason)
+    return done(passed=True, gate=None, reason="", descriptors=descriptors, objective=float(score.objective),
                 hardware=dict(score.hardware))
 
 

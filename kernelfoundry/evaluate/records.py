@@ -33,6 +33,8 @@ class TensorTraffic:
     store_sectors: float = 0.0
     unique_load_bytes: float = 0.0  # this program's distinct footprint (32-byte sectors x 32)
     unique_store_bytes: float = 0.0
+    role: str = ""                  # "input:i", "output:j" (what launch returned) or "scratch"
+    max_unique_load_bytes: float = 0.0   # the largest distinct footprint of one sampled program
 
     to_dict = asdict
     from_dict = classmethod(_from_dict)
@@ -49,15 +51,18 @@ class LaunchTrace:
     traffic: dict[str, TensorTraffic]        # per tensor argument name, per program (mean)
     dot_flops: dict[str, float] = field(default_factory=dict)   # per program, by input dtype
     dot_shapes: list[tuple[int, int, int, str]] = field(default_factory=list)  # distinct (M, N, K, dtype)
-    dot_operand_bytes: float = 0.0           # bytes of dot operand tiles per inner-loop trip (shared-memory stage)
+    dot_operand_bytes: float = 0.0           # bytes of loaded dot operand tiles per inner-loop trip (a pipeline stage)
     elementwise_ops: float = 0.0             # per program: elements through arithmetic ops
     transcendental_ops: float = 0.0          # per program: elements through exp/log/sqrt/sin/...
     reduction_elems: float = 0.0             # per program: elements reduced (sum/max/...)
     loop_trips: float = 0.0                  # per program: total trips of all loops (weighted)
+    max_loop_trips: float = 0.0              # the most loop trips of one sampled program (its serial chain)
     max_block_elems: int = 0                 # largest block tensor seen (register pressure proxy)
     program_bytes_spread: float = 1.0        # max / mean of per-program bytes over sampled programs
     # Wave footprint: for each tensor, [[w, distinct first-access sectors among programs 0..w-1], ...]
     footprint: dict[str, list[list[int]]] = field(default_factory=dict)
+    # What the compile gate needs: argument kinds, dtypes, divisibility, constexprs, launch options
+    signature: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -91,16 +96,17 @@ class ConfigTrace:
     config: dict[str, Any]            # kernel (non-hint) params the trace ran with
     launches: list[LaunchTrace]
     seconds: float = 0.0
+    arms: list[str] = field(default_factory=list)   # branch arms the traced run took (evaluate/arms.py)
 
     def to_dict(self) -> dict[str, Any]:
         return {"shape_index": self.shape_index, "shape": dict(self.shape), "config": dict(self.config),
-                "launches": [l.to_dict() for l in self.launches], "seconds": self.seconds}
+                "launches": [l.to_dict() for l in self.launches], "seconds": self.seconds, "arms": list(self.arms)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ConfigTrace":
         return cls(shape_index=data["shape_index"], shape=dict(data["shape"]), config=dict(data["config"]),
                    launches=[LaunchTrace.from_dict(l) for l in data["launches"]],
-                   seconds=data.get("seconds", 0.0))
+                   seconds=data.get("seconds", 0.0), arms=[str(a) for a in data.get("arms", [])])
 
 
 @dataclass
@@ -127,6 +133,9 @@ class HardwareScore:
     best_params: dict[str, Any]      # one config that is best across all target shapes
     per_shape: list[dict[str, Any]] = field(default_factory=list)
     # per_shape[i] = {"shape": {...}, "latency_s", "sol_s", "baseline_s", "best_params", "bound", "breakdown"}
+    compiled: str = ""               # what the compiler said of best_params here (compile gate), or ""
+    estimated_latency_s: float | None = None   # latency_s from the model's own register/smem estimates,
+                                               # when the compiler's figures replaced them
 
     to_dict = asdict
     from_dict = classmethod(_from_dict)

@@ -35,10 +35,15 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from ..safe_io import read_regular
 from .sandbox_forkserver import ForkServer, ForkServerError
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 _WORLD_WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+class SandboxIsolationError(RuntimeError):
+    """The child's confinement check failed: no job may run on this machine as configured."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,7 @@ class SandboxOutcome:
     reason: str                            # "" when ok; else e.g. "timed out after 30 s"
     exit_code: int | None                  # None when ended by a signal
     signal: int | None = None
-    killed_by: str | None = None           # "wall" | "memory" | "output" | "threads" | None
+    killed_by: str | None = None           # "wall" | "memory" | "output" | "threads" | "cancelled" | None
     output_tail: str = ""
     output_bytes: int = 0
     wall_s: float = 0.0
@@ -83,10 +88,12 @@ class SandboxOutcome:
     isolation: list[str] = field(default_factory=list)
     pid: int | None = None                 # the child's pid (gone when the record is returned)
     uid: int | None = None                 # the throwaway uid it ran as (root drivers only)
+    files: dict[str, bytes] = field(default_factory=dict)   # extra result files asked for, as written
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("result")
+        d.pop("files")
         return d
 
 
@@ -109,10 +116,15 @@ _SERVER_FAILURES: dict[str, str] = {}
 _SERVERS_LOCK = threading.Lock()
 
 
-def _acquire_fork_server(module: str) -> ForkServer | None:
-    """An idle live server for *module* with its lock held, or None (then: spawn)."""
+def _pool_key(module: str, env: dict[str, str] | None) -> str:
+    return module if not env else module + "|" + json.dumps(sorted(env.items()))
+
+
+def _acquire_fork_server(module: str, env: dict[str, str] | None = None) -> ForkServer | None:
+    """An idle live server for *module* (its env: *env* over sandbox_env()) with its lock held, or None."""
+    key = _pool_key(module, env)
     with _SERVERS_LOCK:
-        pool = _SERVERS.setdefault(module, [])
+        pool = _SERVERS.setdefault(key, [])
         for server in list(pool):
             if not server.alive():
                 pool.remove(server)
@@ -120,12 +132,12 @@ def _acquire_fork_server(module: str) -> ForkServer | None:
                 continue
             if server.lock.acquire(blocking=False):
                 return server
-        if module in _SERVER_FAILURES or len(pool) >= MAX_SERVERS_PER_MODULE:
+        if key in _SERVER_FAILURES or len(pool) >= MAX_SERVERS_PER_MODULE:
             return None
         try:
-            server = ForkServer((module,), sandbox_env())
+            server = ForkServer((module,), {**sandbox_env(), **(env or {})})
         except (ForkServerError, OSError, ValueError) as exc:
-            _SERVER_FAILURES[module] = str(exc)
+            _SERVER_FAILURES[key] = str(exc)
             return None
         server.lock.acquire()
         pool.append(server)
@@ -293,25 +305,7 @@ def _fork(server: ForkServer, spec: dict, output_path: str) -> _Child:
 
 
 # ---------------------------------------------------------------- reading results
-def _read_untrusted(path: str, limit: int) -> bytes | None:
-    """Read a regular file the child wrote, without following links; None if absent."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks, size = [], 0
-        while size < limit:
-            chunk = os.read(fd, min(1 << 20, limit - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+
 
 
 def _tail(fd: int, n: int) -> tuple[str, int]:
@@ -352,21 +346,27 @@ def _exit_reason(status: int, limits: SandboxLimits, has_result: bool) -> tuple[
 
 # ---------------------------------------------------------------- the entry point
 def run_sandboxed(module: str, payload: dict[str, Any], limits: SandboxLimits | None = None, *,
-                  mode: str | None = None) -> SandboxOutcome:
+                  mode: str | None = None, extra_files: tuple[str, ...] = (),
+                  env: dict[str, str] | None = None, cancel: threading.Event | None = None) -> SandboxOutcome:
     """Run ``python -m module IN.json OUT.json`` confined; never raises for child misbehaviour.
 
     *payload* is written to IN.json; OUT.json, if the child wrote valid JSON
-    there, becomes ``outcome.result``.  *mode*: "fork", "spawn" or None (default
-    from :func:`default_mode`); "fork" falls back to "spawn" if no server starts.
+    there, becomes ``outcome.result``; each of *extra_files* (names in the child's
+    working directory) it wrote comes back in ``outcome.files``.  *mode*: "fork",
+    "spawn" or None (default from :func:`default_mode`); "fork" falls back to
+    "spawn" if no server starts.  *env* overrides entries of :func:`sandbox_env`
+    (fork servers are pooled per module and env).  Setting *cancel* (from another thread)
+    kills the child at the next poll (``killed_by="cancelled"``).  Raises
+    :class:`SandboxIsolationError` when the child could not be confined (no job ran).
     """
     limits = limits or SandboxLimits()
     mode = mode or default_mode()
-    server = _acquire_fork_server(module) if mode == "fork" else None
+    server = _acquire_fork_server(module, env) if mode == "fork" else None
     try:
-        return _run(module, payload, limits, server, mode)
+        return _run(module, payload, limits, server, mode, extra_files, env, cancel)
     except BaseException:
         if server is not None:            # interrupted mid-job: its protocol state is unknown, drop it
-            _discard_fork_server(module, server)
+            _discard_fork_server(_pool_key(module, env), server)
         raise
     finally:
         if server is not None:
@@ -374,10 +374,11 @@ def run_sandboxed(module: str, payload: dict[str, Any], limits: SandboxLimits | 
 
 
 def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: ForkServer | None,
-         mode: str) -> SandboxOutcome:
+         mode: str, extra_files: tuple[str, ...] = (), env: dict[str, str] | None = None,
+         cancel: threading.Event | None = None) -> SandboxOutcome:
     isolation = []
     if server is None and mode == "fork":
-        why = _SERVER_FAILURES.get(module, f"all {MAX_SERVERS_PER_MODULE} servers busy")
+        why = _SERVER_FAILURES.get(_pool_key(module, env), f"all {MAX_SERVERS_PER_MODULE} servers busy")
         isolation.append(f"fork server unavailable ({why}); spawned")
     _sweep_once()
     base = tempfile.mkdtemp(prefix=f"kf-sandbox-{os.getpid()}-")
@@ -392,9 +393,16 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
         os.chmod(in_path, 0o644)
         if uid is not None:
             os.chown(workdir, uid, uid)
+            os.mkdir(os.path.join(base, "root"), 0o755)      # the child's minimal root (sandbox_fs)
+        canary = os.path.join(base, "canary")                 # world-readable, yet must stay invisible
+        with open(canary, "w") as f:
+            f.write("the sandboxed child must not see this file\n")
+        os.chmod(canary, 0o644)
         nproc = limits.max_threads if uid is not None else _count_user_tasks(os.getuid()) + limits.max_threads
         progress_path = os.path.join(workdir, "progress")
         spec = {"module": module, "argv": [in_path, out_path], "workdir": workdir, "uid": uid,
+                "new_root": os.path.join(base, "root") if uid is not None else None,
+                "canary": canary, "strict": uid is not None,
                 "rlimits": limits.rlimits(nproc=nproc),
                 "env": {"HOME": workdir, "TMPDIR": workdir, "TRITON_CACHE_DIR": os.path.join(workdir, ".triton"),
                         "KF_SANDBOX_PROGRESS": progress_path}}
@@ -415,11 +423,11 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
                 spec_path = os.path.join(workdir, "spec.json")
                 with open(spec_path, "w") as f:
                     json.dump(spec, f)
-                child = _spawn(spec_path, output_fd, sandbox_env())
+                child = _spawn(spec_path, output_fd, {**sandbox_env(), **(env or {})})
             else:
                 mode = "fork"
             try:
-                killed_by, reason, peak = _watch(child, limits, output_fd, uid, start)
+                killed_by, reason, peak = _watch(child, limits, output_fd, uid, start, cancel)
             finally:                                   # also on KeyboardInterrupt: nothing may outlive the job
                 wall = time.monotonic() - start
                 _kill_all(child.pid, uid)
@@ -430,7 +438,7 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
                 reason = f"killed: printed more than {_fmt_bytes(limits.output_bytes)} of output"
         finally:
             os.close(output_fd)
-        raw = _read_untrusted(out_path, limits.file_bytes)
+        raw = read_regular(out_path, limits.file_bytes)
         result, bad = None, ""
         if raw is not None:
             try:
@@ -445,28 +453,39 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
             reason = "the fork server died while the job ran"
         if not reason:
             reason = bad or exit_reason
-        progress_raw = _read_untrusted(progress_path, 4096)
+        progress_raw = read_regular(progress_path, 4096)
         progress = progress_raw.decode("utf-8", "replace").strip().splitlines()[-1:] if progress_raw else []
-        notes_raw = _read_untrusted(os.path.join(workdir, "isolation.json"), 4096)
+        notes_raw = read_regular(os.path.join(workdir, "isolation.json"), 4096)
         try:
             isolation += [str(n) for n in json.loads(notes_raw)] if notes_raw else ["child never confined itself"]
         except ValueError:
             isolation.append("isolation notes unreadable")
+        failed = [n for n in isolation if n.startswith("ISOLATION FAILED")]
+        if failed:
+            raise SandboxIsolationError(
+                "the sandbox could not confine the candidate's process on this machine ("
+                + "; ".join(n.split(": ", 1)[1] for n in failed) + "); refusing to run untrusted code. "
+                "See docs/verifier.md, 'The sandbox'.")
         ok = not reason and result is not None and exit_code == 0
-        return SandboxOutcome(ok=ok, result=result, reason=reason,
+        files = {}
+        for name in extra_files:
+            data = read_regular(os.path.join(workdir, os.path.basename(name)), limits.file_bytes)
+            if data is not None:
+                files[name] = data
+        return SandboxOutcome(ok=ok, result=result, reason=reason, files=files,
                               exit_code=exit_code, signal=sig, killed_by=killed_by, output_tail=tail,
                               output_bytes=out_bytes, wall_s=round(wall, 3),
                               peak_rss_bytes=max(peak, child.maxrss),
                               progress=progress[0] if progress else None, mode=mode, isolation=isolation,
                               pid=child.pid, uid=uid)
     finally:
-        if uid is not None:
-            _remove_files_of(uid)
+        if uid is not None and not os.path.isdir(os.path.join(base, "root")):
+            _remove_files_of(uid)          # inside a minimal root the uid could write nothing of the host's
         shutil.rmtree(base, ignore_errors=True)
 
 
 def _watch(child: _Child, limits: SandboxLimits, output_fd: int, uid: int | None,
-           start: float) -> tuple[str | None, str, int]:
+           start: float, cancel: threading.Event | None = None) -> tuple[str | None, str, int]:
     """Poll until the child ends; SIGKILL its session on the first limit it breaks."""
     killed_by, reason, peak = None, "", 0
     next_scan = start
@@ -484,7 +503,9 @@ def _watch(child: _Child, limits: SandboxLimits, output_fd: int, uid: int | None
             _kill_all(child.pid, uid)
             continue
         out_size = os.fstat(output_fd).st_size
-        if now - start > limits.wall_s:
+        if cancel is not None and cancel.is_set():
+            killed_by, reason = "cancelled", "cancelled by the verifier (an earlier gate failed)"
+        elif now - start > limits.wall_s:
             killed_by, reason = "wall", f"timed out after {limits.wall_s:g} s"
         elif rss > limits.rss_bytes:
             killed_by, reason = "memory", f"killed: memory over {_fmt_bytes(limits.rss_bytes)}"

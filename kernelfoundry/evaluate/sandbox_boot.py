@@ -3,8 +3,10 @@
 Runs before any candidate code, in the child process only (spawned as
 ``python -m kernelfoundry.evaluate.sandbox_boot SPEC.json`` or forked by the
 fork server).  In order: working directory and environment, resource limits,
-(as root) a private network namespace and a drop to a throwaway uid, then the
-seccomp filter, then ``runpy`` of the job module with ``sys.argv = [module, *argv]``.
+(as root) private network, IPC and mount namespaces with a minimal read-only
+root (:mod:`sandbox_fs`) and a drop to a throwaway uid with no capabilities,
+then the seccomp filter, then ``runpy`` of the job module with
+``sys.argv = [module, *argv]``.
 What was applied is written to ``isolation.json`` in the working directory.
 """
 
@@ -15,16 +17,13 @@ import json
 import os
 import resource
 import runpy
-import stat
 import sys
 
+from .. import PACKAGE_DIR
+from .sandbox_fs import enter_minimal_root, unshare_namespaces
 from .sandbox_seccomp import install_filter
 
-_CLONE_NEWNET = 0x40000000
-_PR_SET_KEEPCAPS = 8
 _PR_SET_PDEATHSIG = 1
-_CAP_DAC_READ_SEARCH = 2
-_CAP_VERSION_3 = 0x20080522
 
 
 def apply_limits(limits: dict) -> None:
@@ -35,56 +34,12 @@ def apply_limits(limits: dict) -> None:
         resource.setrlimit(res, (soft, hard))
 
 
-def _others_can_read_interpreter() -> bool:
-    """Whether an unprivileged uid can reach the interpreter's stdlib and this package."""
-    paths = {os.path.dirname(os.__file__), os.path.dirname(os.path.abspath(__file__))}
-    for path in paths:
-        parts = os.path.abspath(path).split(os.sep)
-        for i in range(2, len(parts) + 1):
-            mode = os.stat(os.sep.join(parts[:i]) or os.sep).st_mode
-            if not mode & stat.S_IXOTH or (i == len(parts) and not mode & stat.S_IROTH):
-                return False
-    return True
-
-
-def _capset_read_search(libc) -> None:
-    class Header(ctypes.Structure):
-        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-    class Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                    ("inheritable", ctypes.c_uint32)]
-
-    bit = 1 << _CAP_DAC_READ_SEARCH
-    data = (Data * 2)(Data(bit, bit, 0), Data(0, 0, 0))
-    if libc.capset(ctypes.byref(Header(_CAP_VERSION_3, 0)), data) != 0:
-        raise OSError(ctypes.get_errno(), "capset failed")
-
-
 def drop_privileges(uid: int) -> list[str]:
-    """As root: private network namespace, then become *uid* (no groups).
-
-    When the interpreter lives where other users cannot read (e.g. under
-    /root), keep only CAP_DAC_READ_SEARCH so lazy imports still work; the
-    process can then read files but not write, signal or own anything of root's.
-    """
-    notes = []
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(_CLONE_NEWNET) == 0:
-        notes.append("netns")
-    keep_read = not _others_can_read_interpreter()
-    if keep_read:
-        libc.prctl(_PR_SET_KEEPCAPS, 1, 0, 0, 0)
+    """As root: become *uid* with no groups and no capabilities left."""
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
-    if keep_read:
-        _capset_read_search(libc)
-        libc.prctl(_PR_SET_KEEPCAPS, 0, 0, 0, 0)
-        notes.append(f"uid {uid} (+read-search)")
-    else:
-        notes.append(f"uid {uid}")
-    return notes
+    return [f"uid {uid}"]
 
 
 def _die_with_parent(parent: int | None, notes: list[str]) -> None:
@@ -100,6 +55,46 @@ def _die_with_parent(parent: int | None, notes: list[str]) -> None:
         os._exit(70)
 
 
+#: Exit status of a child whose confinement check failed (the driver raises, no job runs).
+ISOLATION_EXIT = 71
+#: Host directories a job could use to leave state for a later job if it could write them.
+SHARED_WRITABLE = ("/run/lock", "/var/lock", "/dev/shm", "/run/shm", "/var/tmp", "/dev/mqueue")
+
+
+def isolation_problems(spec: dict) -> list[str]:
+    """What does not hold of the confinement promised to a root driver (checked in the child,
+    after confinement and before any job code): no capabilities, not root, no writable shared
+    directory, the driver's canary file invisible, no SysV shared memory, no sockets."""
+    problems = []
+    try:
+        with open("/proc/self/status") as f:
+            caps = {line.split(":")[0]: int(line.split()[1], 16) for line in f if line.startswith("Cap")}
+        if caps.get("CapEff") or caps.get("CapPrm"):
+            problems.append(f"capabilities left: CapEff {caps.get('CapEff', 0):#x}")
+    except OSError as exc:
+        problems.append(f"/proc/self/status unreadable ({exc})")
+    if os.getuid() == 0 or os.geteuid() == 0:
+        problems.append("still root")
+    for path in SHARED_WRITABLE:
+        if os.path.isdir(path) and os.access(path, os.W_OK):
+            problems.append(f"{path} is writable")
+    canary = spec.get("canary")
+    if canary and os.path.exists(canary):
+        problems.append(f"the driver's file {canary} is visible")
+    libc = ctypes.CDLL(None, use_errno=True)
+    segment = libc.shmget(0, 4096, 0o1600)                       # IPC_PRIVATE | IPC_CREAT
+    if segment >= 0:
+        libc.shmctl(segment, 0, None)                           # IPC_RMID
+        problems.append("SysV shared memory can be created")
+    import socket
+    try:
+        socket.socket(socket.AF_UNIX).close()
+        problems.append("sockets can be opened")
+    except OSError:
+        pass
+    return problems
+
+
 def enter_sandbox(spec: dict) -> list[str]:
     """Confine the calling process as *spec* says; return notes on what was applied."""
     os.chdir(spec["workdir"])
@@ -107,11 +102,17 @@ def enter_sandbox(spec: dict) -> list[str]:
     apply_limits({k: tuple(v) if isinstance(v, list) else v for k, v in spec["rlimits"].items()})
     notes = ["rlimits"]
     if spec.get("uid") is not None and os.geteuid() == 0:
+        notes += unshare_namespaces()
+        if spec.get("new_root"):
+            notes += enter_minimal_root(spec["new_root"], spec["workdir"], str(PACKAGE_DIR))
         notes += drop_privileges(int(spec["uid"]))
     _die_with_parent(spec.get("parent_pid"), notes)
     notes.append(install_filter())
+    problems = isolation_problems(spec) if spec.get("strict") else []
     with open("isolation.json", "w") as f:
-        json.dump(notes, f)
+        json.dump(notes + [f"ISOLATION FAILED: {p}" for p in problems], f)
+    if problems:
+        os._exit(ISOLATION_EXIT)
     return notes
 
 

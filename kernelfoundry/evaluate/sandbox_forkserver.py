@@ -84,10 +84,16 @@ def serve(preload: list[str]) -> None:
     preloaded = []
     for name in preload:             # best effort: a job module that fails to import is run anyway
         try:
-            importlib.import_module(name)
+            module = importlib.import_module(name)
             preloaded.append(name)
         except Exception:  # noqa: BLE001
             traceback.print_exc()
+            continue
+        warm_up = getattr(module, "warm_up", None)   # trusted work that leaves lazy imports and caches done
+        if callable(warm_up):
+            problem = warm_up()
+            if problem:
+                print(f"fork server: {name}.warm_up: {problem}", file=sys.stderr)
     requests = sys.stdin.buffer
 
     def send(obj):

@@ -12,7 +12,9 @@ before any candidate code runs.  It makes the dangerous syscalls fail with
 * no signals to other processes: ``kill`` only to itself or its own group,
   ``tgkill`` only to its own threads;
 * no escapes: ptrace, namespaces, mounts, module loading, bpf, io_uring,
-  uid/session changes, keyrings, clock changes, reboot.
+  uid/session changes, keyrings, clock changes, reboot;
+* no shared state: SysV shared memory, semaphores and message queues, POSIX
+  message queues.
 
 The filter is a classic BPF program built here (no libseccomp dependency).
 """
@@ -63,6 +65,10 @@ DENIED_X86_64 = {
     "sethostname": 170, "setdomainname": 171, "iopl": 172, "ioperm": 173,
     "personality": 135, "quotactl": 179, "vhangup": 153, "fanotify_init": 300,
     "mknod": 133, "mknodat": 259,
+    # SysV IPC and POSIX message queues: no state shared with (or left for) another job
+    "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66,
+    "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "semtimedop": 220,
+    "mq_open": 240, "mq_unlink": 241,
 }
 _CLONE, _CLONE3, _KILL, _TGKILL = 56, 435, 62, 234
 

@@ -1,12 +1,16 @@
-"""Per-program counters of the trace and their reduction to a :class:`LaunchTrace`.
+"""The judge's side of the trace: raw per-program events -> weighted :class:`LaunchTrace` records.
 
-Every event is scaled by the loop-sampling weight in force when it happens
-(:func:`trace_loops.current_weight`).  The unique footprint of a program counts,
-for each access, the 32-byte sectors not touched before by that program, times the
-weight: a trip that reads new data stands for the unsampled trips that would also
-have read new data, and a trip that re-reads adds nothing.  Programs are combined
+Runs in the driver, which never imports candidate code.  The child reports what each
+sampled program did, unweighted, with the loop executions and the trips they ran
+(:mod:`child_trace`); here every event is weighted by the trips it stands for
+(:mod:`trip_witness`: nested loops multiply; a witness trip stands in for middle samples
+that do less than it), the unique footprint of a
+program counts the 32-byte sectors it had not touched before (times the weight: a
+trip that reads new data stands for the unsampled trips that would too), dots are
+counted at the precision their operands were loaded at, and programs are combined
 with :func:`program_weights` (first and last stand for themselves, the random
-samples for the rest of the grid).
+samples for the rest of the grid).  Every reference into the data channel and
+every index is checked: a malformed report is refused, not trusted.
 """
 
 from __future__ import annotations
@@ -17,63 +21,16 @@ from typing import Any
 
 import numpy as np
 
-from .records import LaunchTrace, TensorTraffic
-from .trace_hooks import SECTOR_BYTES, LaunchContext, TensorInfo
-from .trace_loops import current_trip, current_weight
+from .channel import BlobReader, ChannelError
+from .records import ConfigTrace, LaunchTrace, TensorTraffic
+from .trip_witness import LIGHTER, WORK_KINDS, WitnessError, trip_weights
 
+SECTOR_BYTES = 32
 _LOAD_BYTES, _STORE_BYTES, _LOAD_SECTORS, _STORE_SECTORS, _UNIQUE_LOAD, _UNIQUE_STORE = range(6)
-_SECTOR_SHIFT = int(math.log2(SECTOR_BYTES))
-
-
-class ProgramCounts:
-    """What one program did, weighted by loop sampling."""
-
-    def __init__(self, tensors: list[TensorInfo]):
-        self.traffic = {t.name: np.zeros(6) for t in tensors}
-        self.seen: dict[tuple[str, bool], set[int]] = defaultdict(set)
-        self.dot_flops: dict[str, float] = defaultdict(float)
-        self.dot_shapes: set[tuple[int, int, int, str]] = set()
-        self.dot_trip_bytes: dict[int, float] = defaultdict(float)
-        self.ops = {"elementwise": 0.0, "transcendental": 0.0, "reduction": 0.0}
-        self.max_block = 0
-        self.loop_trips = 0.0
-
-    def access(self, kind: str, tensor: TensorInfo, addrs: np.ndarray, elem_bytes: int) -> None:
-        weight = current_weight()
-        sectors = np.unique((addrs - tensor.data_ptr) >> _SECTOR_SHIFT)
-        row = self.traffic[tensor.name]
-        for is_store in ((False, True) if kind == "atomic" else (kind == "store",)):
-            seen = self.seen[(tensor.name, is_store)]
-            before = len(seen)
-            seen.update(sectors.tolist())
-            new = len(seen) - before
-            row[_STORE_BYTES if is_store else _LOAD_BYTES] += addrs.size * elem_bytes * weight
-            row[_STORE_SECTORS if is_store else _LOAD_SECTORS] += sectors.size * weight
-            row[_UNIQUE_STORE if is_store else _UNIQUE_LOAD] += new * SECTOR_BYTES * weight
-
-    def dot(self, a: Any, b: Any) -> None:
-        weight = current_weight()
-        *batch, m, k = a.data.shape
-        n = b.data.shape[-1]
-        count = math.prod(batch) if batch else 1
-        dtype = str(a.dtype.scalar)
-        self.dot_flops[dtype] += 2.0 * m * n * k * count * weight
-        self.dot_shapes.add((int(m), int(n), int(k), dtype))
-        operand_bytes = (a.data.size * max(1, a.dtype.primitive_bitwidth // 8)
-                         + b.data.size * max(1, b.dtype.primitive_bitwidth // 8))
-        self.dot_trip_bytes[current_trip()] += operand_bytes
-        self.max_block = max(self.max_block, int(m * n * count))
-
-    def op(self, kind: str, elems: int, ops_per_elem: int) -> None:
-        self.ops[kind] += elems * ops_per_elem * current_weight()
-        self.max_block = max(self.max_block, int(elems))
-
-    @property
-    def total_bytes(self) -> float:
-        return float(sum(row[_LOAD_BYTES] + row[_STORE_BYTES] for row in self.traffic.values()))
-
-    def loaded(self) -> set[str]:
-        return {name for name, row in self.traffic.items() if row[_LOAD_BYTES] > 0}
+RANK_DTYPE = {1: "fp8", 2: "fp16", 3: "fp32", 4: "fp64"}
+DTYPE_RANK = {"fp8e4nv": 1, "fp8e5": 1, "fp8e4b15": 1, "fp8e4b8": 1, "fp8e5b16": 1, "fp16": 2, "bf16": 2,
+              "fp32": 3, "fp64": 4}
+OP_KINDS = ("elementwise", "transcendental", "reduction")
 
 
 def sample_programs(num_programs: int, count: int, rng) -> list[int]:
@@ -100,28 +57,240 @@ def wave_widths(num_programs: int, limit: int) -> list[int]:
     return [1 << i for i in range(top.bit_length()) if 1 << i <= top]
 
 
-def build_launch_trace(ctx: LaunchContext, sampled: list[int], counts: list[ProgramCounts],
-                       footprint: dict[str, list[list[int]]]) -> LaunchTrace:
-    """Combine the sampled programs' counts into one per-program :class:`LaunchTrace`."""
-    weights = program_weights(sampled, ctx.num_programs) if sampled else []
+class MalformedTrace(ValueError):
+    """The child's trace report does not hold together."""
+
+
+def _require(ok: bool, what: str) -> None:
+    if not ok:
+        raise MalformedTrace(what)
+
+
+def own_work(accesses: np.ndarray, record: dict[str, Any], n_trips: int) -> np.ndarray:
+    """``[n_trips, len(WORK_KINDS)]``: the unweighted work each trip id recorded itself."""
+    work = np.zeros((n_trips, len(WORK_KINDS)))
+    for kind, _tensor, _site, trip, elems, _n in accesses.tolist():
+        _require(kind in (0, 1, 2) and 0 <= trip < n_trips and elems >= 0, "an access record is malformed")
+        work[int(trip), int(kind)] += elems
+    for dot in record.get("dots", []):
+        _require(isinstance(dot, list) and len(dot) == 9 and isinstance(dot[7], int) and 0 <= dot[7] < n_trips
+                 and all(isinstance(v, int) and v >= 0 for v in dot[:4]), "a dot record is malformed")
+        work[dot[7], 3] += 2.0 * dot[0] * dot[1] * dot[2] * dot[3]
+    for op in record.get("ops", []):
+        _require(isinstance(op, list) and len(op) == 3 and isinstance(op[0], int) and 0 <= op[0] < n_trips
+                 and op[1] in (0, 1, 2) and isinstance(op[2], (int, float)) and math.isfinite(op[2]),
+                 "an op record is malformed")
+        work[op[0], 4 + op[1]] += float(op[2])
+    return work
+
+
+class ProgramCounts:
+    """What one program did, weighted by loop sampling."""
+
+    def __init__(self, n_tensors: int):
+        self.traffic = np.zeros((n_tensors, 6))
+        self.dot_flops: dict[str, float] = defaultdict(float)
+        self.dot_shapes: set[tuple[int, int, int, str]] = set()
+        self.dot_trip_bytes: dict[int, float] = defaultdict(float)
+        self.ops = {k: 0.0 for k in OP_KINDS}
+        self.max_block = 0
+        self.loop_trips = 0.0
+        self.witnessed: list[str] = []          # loops whose middle samples the witness trip replaced
+        self.firsts: dict[int, list[tuple[int, int]]] = defaultdict(list)   # tensor -> (site, first sector)
+        self.signatures: dict[int, int] = {}    # tensor -> hash of every sector the program loaded from it
+
+    @property
+    def total_bytes(self) -> float:
+        return float(self.traffic[:, _LOAD_BYTES].sum() + self.traffic[:, _STORE_BYTES].sum())
+
+    def loaded(self) -> set[int]:
+        return {i for i in range(len(self.traffic)) if self.traffic[i, _LOAD_BYTES] > 0}
+
+
+def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: BlobReader,
+                  sparse_view: bool = False) -> ProgramCounts:
+    """Weighted counts of one sampled program from its raw events (*sparse_view*: the dense program
+    counted from its sparse-plan trips only, as the other programs were)."""
+    n_tensors = len(tensors)
+    counts = ProgramCounts(n_tensors)
+    accesses = blob.get(record["accesses"]).reshape(-1, 6) if record.get("accesses") else np.zeros((0, 6))
+    sectors = blob.get(record["sectors"]) if record.get("sectors") else np.zeros(0, dtype=np.int64)
+    _require(int(accesses[:, 5].sum()) == sectors.size if len(accesses) else True, "sector counts do not add up")
+    trips = record.get("trips", [])
+    _require(isinstance(trips, list), "the trip list is malformed")
+    try:
+        weights, counts.loop_trips = trip_weights(record.get("execs", []), trips,
+                                                  own_work(accesses, record, len(trips) + 1),
+                                                  on_witness=counts.witnessed.append, sparse_view=sparse_view)
+    except WitnessError as exc:
+        raise MalformedTrace(str(exc)) from None
+    seen: list[tuple[set[int], set[int]]] = [(set(), set()) for _ in range(n_tensors)]
+    first_seen: set[tuple[int, int]] = set()
+    cursor = 0
+    for kind, tensor, site, trip, elems, n_sec in accesses.tolist():
+        _require(0 <= tensor < n_tensors and 0 <= trip < len(weights) and kind in (0, 1, 2) and elems >= 0,
+                 "an access record is malformed")
+        w = weights[trip]
+        chunk = sectors[cursor:cursor + n_sec].tolist()
+        cursor += n_sec
+        if sparse_view and w == 0:        # a trip only the dense run made: as if it had not run
+            continue
+        if kind != 1 and chunk and (tensor, site) not in first_seen:      # the wave pass's anchor rule
+            first_seen.add((tensor, site))
+            counts.firsts[tensor].append((site, min(chunk)))
+        elem_bytes = tensors[tensor]["elem_bytes"]
+        row = counts.traffic[tensor]
+        for is_store in ((False, True) if kind == 2 else (kind == 1,)):
+            bucket = seen[tensor][1 if is_store else 0]
+            before = len(bucket)
+            bucket.update(chunk)
+            new = len(bucket) - before
+            row[_STORE_BYTES if is_store else _LOAD_BYTES] += elems * elem_bytes * w
+            row[_STORE_SECTORS if is_store else _LOAD_SECTORS] += n_sec * w
+            row[_UNIQUE_STORE if is_store else _UNIQUE_LOAD] += new * SECTOR_BYTES * w
+    for dot in record.get("dots", []):
+        _require(isinstance(dot, list) and len(dot) == 9, "a dot record is malformed")
+        m, n, k, batch, dtype, precision, loaded_rank, trip, operand_bytes = dot
+        _require(all(isinstance(v, int) and v >= 0 for v in (m, n, k, batch, loaded_rank, operand_bytes))
+                 and isinstance(trip, int) and 0 <= trip < len(weights), "a dot record is malformed")
+        flops = 2.0 * m * n * k * batch * weights[trip]
+        rank = max(DTYPE_RANK.get(str(dtype), 3), loaded_rank)      # the precision its operands were loaded at
+        scored = RANK_DTYPE.get(rank, "fp32") if rank > DTYPE_RANK.get(str(dtype), 3) else str(dtype)
+        if scored == "fp32" and precision == "ieee":                # fp32 FMAs on the vector units
+            counts.ops["elementwise"] += flops
+        else:
+            counts.dot_flops[scored] += flops * (3.0 if scored == "fp32" and precision == "tf32x3" else 1.0)
+        counts.dot_shapes.add((m, n, k, scored))
+        if loaded_rank > 0 or str(dtype) not in DTYPE_RANK:    # operands fed from memory (ints: untagged)
+            counts.dot_trip_bytes[trip] += operand_bytes       # what a pipeline stage holds
+    for trip, kind, amount in record.get("ops", []):
+        _require(isinstance(trip, int) and 0 <= trip < len(weights) and kind in (0, 1, 2), "an op record is malformed")
+        counts.ops[OP_KINDS[kind]] += float(amount) * weights[trip]
+    counts.max_block = int(record.get("max_block", 0))
+    for tensor, (loaded, _stored) in enumerate(seen):
+        if loaded:
+            counts.signatures[tensor] = hash(tuple(sorted(loaded)))
+    return counts
+
+
+class DenseLift:
+    """What the sparse loop samples missed in the launch's dense program, applied to the others.
+
+    For every count (bytes and sectors per tensor and kind, dot flops per dtype, op elements per
+    kind) the dense program's full count *d* is set against its sparse-view estimate *s*.  Where
+    ``s < LIGHTER * d`` the sparse samples missed work that sits on unsampled trips (work on rare
+    trips, say), and every other program's count is scaled by ``d / s`` (or raised by *d* where
+    ``s`` is 0).  An honest loop whose trips do equal work has ``s == d``: nothing changes.
+    """
+
+    def __init__(self, dense: ProgramCounts, sparse: ProgramCounts):
+        self.dense, self.sparse = dense, sparse
+        self.lifted = False
+
+    @staticmethod
+    def _fix(value: float, d: float, s: float) -> float | None:
+        if d <= 0 or s >= LIGHTER * d:
+            return None
+        return value * (d / s) if s > 0 else value + d
+
+    def apply(self, counts: ProgramCounts) -> None:
+        d, s = self.dense, self.sparse
+        for i, j in zip(*np.nonzero(d.traffic)):
+            fixed = self._fix(counts.traffic[i, j], d.traffic[i, j], s.traffic[i, j])
+            if fixed is not None:
+                counts.traffic[i, j], self.lifted = fixed, True
+        for dtype, flops in d.dot_flops.items():
+            fixed = self._fix(counts.dot_flops.get(dtype, 0.0), flops, s.dot_flops.get(dtype, 0.0))
+            if fixed is not None:
+                counts.dot_flops[dtype], self.lifted = fixed, True
+        for kind, amount in d.ops.items():
+            fixed = self._fix(counts.ops[kind], amount, s.ops.get(kind, 0.0))
+            if fixed is not None:
+                counts.ops[kind], self.lifted = fixed, True
+
+
+def unanchored(counts: list[ProgramCounts], n_tensors: int) -> set[int]:
+    """Tensors whose wave anchors cannot be trusted: two sampled programs with the same first sectors
+    at every load site (the anchors say they read the same data) loaded different sectors at the same
+    sampled trips.  Their footprint then assumes no sharing between programs."""
+    out = set()
+    for tensor in range(n_tensors):
+        by_anchor: dict[tuple, int] = {}
+        for c in counts:
+            if tensor not in c.signatures:
+                continue
+            key = tuple(sorted(c.firsts.get(tensor, [])))
+            if by_anchor.setdefault(key, c.signatures[tensor]) != c.signatures[tensor]:
+                out.add(tensor)
+                break
+    return out
+
+
+def footprint(wave: dict[str, Any], blob: BlobReader, num_programs: int, names: list[str],
+              loaded: set[int], untrusted: set[int] = frozenset()) -> dict[str, list[list[int]]]:
+    """For each loaded tensor, [[w, distinct anchor sectors of programs 0..w-1], ...] (all load sites);
+    no points for *untrusted* tensors (see :func:`unanchored`)."""
+    rows = blob.get(wave["anchors"]).reshape(-1, 4) if wave.get("anchors") else np.zeros((0, 4), dtype=np.int64)
+    count = int(wave.get("programs", 0))
+    widths = wave_widths(num_programs, count) if count else []
+    out: dict[str, list[list[int]]] = {}
+    for tensor in sorted(loaded - set(untrusted)):
+        mine = rows[rows[:, 1] == tensor]
+        points = []
+        for w in widths:
+            points.append([w, int(np.unique(mine[mine[:, 0] < w][:, 3]).size)])
+        out[names[tensor]] = points
+    return out
+
+
+def build_launch_trace(record: dict[str, Any], blob: BlobReader) -> LaunchTrace:
+    """One :class:`LaunchTrace` from a child's launch record."""
+    grid = record["grid"]
+    _require(isinstance(grid, list) and len(grid) == 3 and all(isinstance(g, int) and g >= 0 for g in grid),
+             "a launch grid is malformed")
+    num_programs = grid[0] * grid[1] * grid[2]
+    _require(record.get("num_programs") == num_programs, "a launch's program count disagrees with its grid")
+    tensors = record["tensors"]
+    names = [str(t["name"]) for t in tensors]
+    programs = record["programs"]
+    sampled = [int(p["pid"]) for p in programs]
+    _require(all(0 <= p < max(num_programs, 1) for p in sampled) and len(set(sampled)) == len(sampled),
+             "sampled programs are out of range")
+    counts, lift = [], None
+    for p in programs:
+        c = count_program(p, tensors, blob)
+        if p.get("dense") is True:
+            _require(lift is None, "two dense programs in one launch")
+            s = count_program(p, tensors, blob, sparse_view=True)
+            # the anchor check compares what programs read at the same sampled trips; the dense program's
+            # trips followed each other, so state carried across trips (an advanced pointer) differs
+            lift, c.signatures = DenseLift(c, s), {}
+        counts.append(c)
+    if lift is not None:
+        for c in counts:
+            if c is not lift.dense:
+                lift.apply(c)
+    weights = program_weights(sampled, num_programs) if sampled else []
 
     def mean(value) -> float:
         return float(sum(w * value(c) for w, c in zip(weights, counts)))
 
     traffic = {}
-    for t in ctx.tensors.tensors:
-        rows = [c.traffic[t.name] for c in counts]
-        total = sum((w * r for w, r in zip(weights, rows)), np.zeros(6))
-        traffic[t.name] = TensorTraffic(
-            dtype=t.dtype, elem_bytes=t.elem_bytes, tensor_bytes=t.storage_bytes,
+    for i, t in enumerate(tensors):
+        total = sum((w * c.traffic[i] for w, c in zip(weights, counts)), np.zeros(6))
+        traffic[names[i]] = TensorTraffic(
+            dtype=str(t["dtype"]), elem_bytes=int(t["elem_bytes"]), tensor_bytes=int(t["storage_bytes"]),
             load_bytes=float(total[_LOAD_BYTES]), store_bytes=float(total[_STORE_BYTES]),
             load_sectors=float(total[_LOAD_SECTORS]), store_sectors=float(total[_STORE_SECTORS]),
-            unique_load_bytes=float(total[_UNIQUE_LOAD]), unique_store_bytes=float(total[_UNIQUE_STORE]))
+            unique_load_bytes=float(total[_UNIQUE_LOAD]), unique_store_bytes=float(total[_UNIQUE_STORE]),
+            role=str(t.get("role", "")),
+            max_unique_load_bytes=max((float(c.traffic[i, _UNIQUE_LOAD]) for c in counts), default=0.0))
     dtypes = sorted({d for c in counts for d in c.dot_flops})
     per_program_bytes = [c.total_bytes for c in counts]
-    mean_bytes = sum(per_program_bytes) / len(per_program_bytes) if per_program_bytes else 0.0
+    mean_bytes = mean(lambda c: c.total_bytes)          # the grid's mean (sampled programs weighted)
+    loaded = set().union(*(c.loaded() for c in counts)) if counts else set()
     return LaunchTrace(
-        kernel=ctx.kernel, grid=ctx.grid, num_programs=ctx.num_programs, sampled_programs=list(sampled),
+        kernel=str(record["kernel"]), grid=tuple(grid), num_programs=num_programs, sampled_programs=sampled,
         traffic=traffic,
         dot_flops={d: mean(lambda c, d=d: c.dot_flops.get(d, 0.0)) for d in dtypes},
         dot_shapes=sorted({s for c in counts for s in c.dot_shapes}),
@@ -130,6 +299,43 @@ def build_launch_trace(ctx: LaunchContext, sampled: list[int], counts: list[Prog
         transcendental_ops=mean(lambda c: c.ops["transcendental"]),
         reduction_elems=mean(lambda c: c.ops["reduction"]),
         loop_trips=mean(lambda c: c.loop_trips),
+        max_loop_trips=max((c.loop_trips for c in counts), default=0.0),
         max_block_elems=max((c.max_block for c in counts), default=0),
         program_bytes_spread=max(per_program_bytes) / mean_bytes if mean_bytes > 0 else 1.0,
-        footprint=footprint)
+        footprint=footprint(record.get("wave", {}), blob, num_programs, names, loaded,
+                            unanchored(counts, len(tensors))),
+        signature=record.get("signature") if isinstance(record.get("signature"), dict) else None)
+
+
+def build_config_trace(record: dict[str, Any], blob: BlobReader) -> ConfigTrace:
+    """One :class:`ConfigTrace` from a child's (shape, config) record; raises MalformedTrace."""
+    try:
+        launches = [build_launch_trace(l, blob) for l in record["launches"]]
+        arms = record.get("arms", [])
+        _require(isinstance(arms, list) and all(isinstance(a, str) for a in arms), "the branch arms are malformed")
+        return ConfigTrace(shape_index=int(record["shape_index"]), shape=dict(record["shape"]),
+                           config=dict(record["config"]), launches=launches,
+                           seconds=float(record.get("seconds", 0.0)), arms=list(arms))
+    except (KeyError, TypeError, ValueError, IndexError, ChannelError, AttributeError) as exc:
+        raise MalformedTrace(f"{type(exc).__name__}: {exc}") from None
+
+
+def stored_output_bytes(trace: ConfigTrace) -> dict[str, float]:
+    """Distinct bytes stored into each returned output, estimated for all programs of all launches."""
+    out: dict[str, float] = defaultdict(float)
+    for launch in trace.launches:
+        for t in launch.traffic.values():
+            if t.role.startswith("output:"):
+                out[t.role] += min(t.unique_store_bytes * launch.num_programs, float(t.tensor_bytes))
+    return dict(out)
+
+
+def loaded_input_bytes(trace: ConfigTrace) -> dict[str, float]:
+    """Bytes loaded from each input, each program counting its own distinct sectors, over all programs
+    of all launches (capped at the tensor): an honest kernel that reads all of an input reaches its size."""
+    out: dict[str, float] = defaultdict(float)
+    for launch in trace.launches:
+        for t in launch.traffic.values():
+            if t.role.startswith("input:"):
+                out[t.role] += min(t.unique_load_bytes * launch.num_programs, float(t.tensor_bytes))
+    return dict(out)

@@ -1,14 +1,19 @@
 """Hooks into Triton's interpreter (3.9): which programs run, and what each one touches.
 
 While a :class:`Session` is :func:`active`, every kernel launch goes through
-:func:`_instrumented_call` instead of ``GridExecutor.__call__``: it maps the
-launch's tensor arguments (:class:`TensorMap`) and hands a :class:`LaunchContext`
-to the session, which decides which program ids run.  Builder methods of the
-module-level ``interpreter_builder`` are wrapped so that every load, store, atomic,
-dot and arithmetic op reaches the session first.  Every unmasked address is
-checked against the storage extents of the launch's tensor arguments *before* the
-access happens: the interpreter would otherwise read or write stray memory
-silently (or crash on unmapped pages at target sizes).
+:func:`_instrumented_call` instead of ``GridExecutor.__call__``: it checks the
+launch (no pre-run hooks, constexpr arguments are plain values, every other
+argument a tensor, number or descriptor), maps the tensor arguments
+(:class:`TensorMap`) and hands a :class:`LaunchContext` to the session, which
+decides which program ids run and in which order.  Builder methods of the
+module-level ``interpreter_builder`` are wrapped so that every load, store,
+atomic, dot and arithmetic op reaches the session first.  Every unmasked address
+is checked against the storage extents of the launch's tensor arguments *before*
+the access happens.  An fp32 ``tl.dot`` with ``input_precision="tf32"`` (Triton's
+default) rounds its operands to TF32 as the tensor cores do, so correctness is
+checked at the precision the kernel is scored at.  With ``track_precision`` every
+value carries the widest float type it was loaded from, so a dot is scored at the
+precision of its operands as loaded, not as cast.
 
 Needs ``TRITON_INTERPRET=1`` before ``import triton``; device must be CPU.
 """
@@ -18,26 +23,27 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import inspect
-from contextlib import contextmanager
-from dataclasses import dataclass
+import sys
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import numpy as np
 import torch
 import triton.language as tl
 from triton.runtime import interpreter as interp
-
-SECTOR_BYTES = 32
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 _TORCH_DTYPE_NAMES = {
     torch.float64: "fp64", torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
     torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8",
     torch.uint8: "u8", torch.bool: "i1",
 }
+#: Precision rank of float element types (0: not a float).
+PRECISION_RANK = {"fp8e4nv": 1, "fp8e5": 1, "fp8e4b15": 1, "fp8e4b8": 1, "fp8e5b16": 1,
+                  "fp16": 2, "bf16": 2, "fp32": 3, "fp64": 4}
+RANK_DTYPE = {1: "fp8", 2: "fp16", 3: "fp32", 4: "fp64"}
 
-# Builder methods whose operands or results are floating point (one op per element).
-# Conversions are left out: the interpreter also converts constants (``other=0.0``)
-# that a compiler folds, and a real conversion is cheap next to the arithmetic.
 FLOAT_OPS = (
     "create_fadd", "create_fsub", "create_fmul", "create_fdiv", "create_frem", "create_fneg",
     "create_precise_divf", "create_approx_divf", "create_minimumf", "create_maximumf",
@@ -50,6 +56,10 @@ FMA_OPS = ("create_fma",)              # two flops per element
 SELECT_OPS = ("create_select",)        # counted when the selected values are floating point
 TRANSCENDENTAL_OPS = ("create_exp", "create_exp2", "create_log", "create_log2", "create_sqrt",
                       "create_precise_sqrt", "create_rsqrt", "create_sin", "create_cos", "create_erf")
+_MEMORY_OPS = ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas",
+               "create_dot", "create_dot_scaled", "create_descriptor_gather")
+#: Launch options a candidate may pass (see hack_policy.LAUNCH_OPTIONS); recorded for the compiler.
+LAUNCH_OPTION_NAMES = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -69,6 +79,10 @@ class OutOfBoundsAccess(Exception):
             f"out-of-bounds {kind} on argument {tensor} at element offset {offset}, {side}; "
             f"{count} unmasked element(s) of that access fall outside every tensor argument "
             f"(kernel {kernel}, program {program}). Mask the access (mask=offsets < n) or fix the offsets.")
+
+
+class RuleViolation(Exception):
+    """A launch or a kernel broke a rule the interpreter would not enforce (the message says which)."""
 
 
 @dataclass(frozen=True)
@@ -111,12 +125,12 @@ class TensorMap:
             if isinstance(value, tuple):
                 for i, item in enumerate(value):
                     visit(f"{name}[{i}]", item)
-            elif hasattr(value, "base") and hasattr(value, "block_shape"):     # TensorDescriptor
+            elif isinstance(value, TensorDescriptor):
                 visit(f"{name}.base", value.base)
-            elif hasattr(value, "data_ptr"):
+            elif isinstance(value, torch.Tensor):
                 tensor = interp._unwrap_tensor(value)
                 if tensor.device.type != "cpu":
-                    raise RuntimeError(f"kernel argument {name} is on {tensor.device}; the verifier runs on CPU")
+                    raise RuleViolation(f"kernel argument {name} is on {tensor.device}; the verifier runs on CPU")
                 storage = tensor.untyped_storage()
                 found.append(TensorInfo(name=name, data_ptr=tensor.data_ptr(), start=storage.data_ptr(),
                                         end=storage.data_ptr() + storage.nbytes(),
@@ -163,8 +177,7 @@ class TensorMap:
             regions, counts = np.unique(idx[ok], return_counts=True)
             home = self._members[int(regions[np.argmax(counts)])][0]
         elif self.tensors:  # nothing in bounds: the nearest storage
-            home = min((t for t in self.tensors),
-                       key=lambda t: min(abs(first_bad - t.start), abs(first_bad - t.end)))
+            home = min(self.tensors, key=lambda t: min(abs(first_bad - t.start), abs(first_bad - t.end)))
         else:
             return OutOfBoundsAccess(kind, "<none: the kernel has no tensor arguments>", first_bad, 0,
                                      kernel, program, int(bad.size))
@@ -182,6 +195,9 @@ class LaunchContext:
     tensors: TensorMap
     fn: Any
     args: dict[str, Any]
+    call_args: dict[str, Any] = field(default_factory=dict)     # host values as passed (tensors, ints...)
+    constexprs: tuple[str, ...] = ()
+    options: dict[str, Any] = field(default_factory=dict)       # num_warps, num_stages... as passed
 
     @property
     def num_programs(self) -> int:
@@ -198,23 +214,64 @@ class LaunchContext:
 
 
 class Session:
-    """Receives launches and events while :func:`active`; the base runs every program.
+    """Receives launches and events while :func:`active`; the base runs every program in order.
 
-    Subclasses override :meth:`launch` (program selection), :meth:`record_access`,
-    :meth:`on_dot`, :meth:`on_ops`.  ``count_ops`` turns on op-count events.
+    Subclasses override :meth:`launch` (program selection and order), :meth:`record_access`,
+    :meth:`on_dot`, :meth:`on_ops`.  ``count_ops`` turns on op-count events,
+    ``track_precision`` the loaded-precision tags, ``needs_sites`` the source line of accesses.
     """
 
     count_ops = False
+    track_precision = False
+    needs_sites = False
+    tagging = True                   # with track_precision: off while precision does not matter
 
-    def __init__(self) -> None:
+    def __init__(self, *, guard: Any = None, candidate_file: str | None = None) -> None:
         self.ctx: LaunchContext | None = None
-        self.violation: OutOfBoundsAccess | None = None
+        self.violation: Exception | None = None
+        self.guard = guard
+        self.candidate_file = candidate_file
+        self.last_parts: list[tuple[TensorInfo, np.ndarray]] = []   # the tensors the last access touched
+        #: storage start -> widest float precision its data came from (the storage's own dtype, a task
+        #: input's dtype, or what was stored into it): precision follows data through memory
+        self.memory_ranks: dict[int, int] = {}
+
+    def memory_rank(self) -> int:
+        """The widest precision the data of the last access came from (0: none known)."""
+        return max((max(PRECISION_RANK.get(info.dtype, 0), self.memory_ranks.get(info.start, 0))
+                    for info, _ in self.last_parts), default=0)
+
+    def mark_stored(self, rank: int) -> None:
+        """The last access stored values of precision *rank* into its storages."""
+        if rank:
+            for info, _ in self.last_parts:
+                if rank > self.memory_ranks.get(info.start, 0):
+                    self.memory_ranks[info.start] = rank
+
+    def fail(self, message: str) -> None:
+        """Record and raise a rule violation (the first one is what the gate reports)."""
+        if self.violation is None:
+            self.violation = RuleViolation(message)
+        raise self.violation
+
+    def paused(self):
+        return self.guard.paused() if self.guard is not None else nullcontext()
 
     def launch(self, ctx: LaunchContext) -> None:
         for pid in range(ctx.num_programs):
             ctx.run_program(pid)
 
+    def site(self) -> int:
+        """The candidate-file line of the access being made (0 when not found)."""
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_filename == self.candidate_file:
+                return frame.f_lineno
+            frame = frame.f_back
+        return 0
+
     def access(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None, elem_bytes: int) -> None:
+        self.last_parts = []
         if mask is None:
             addrs = ptrs.reshape(-1)
         else:
@@ -229,15 +286,17 @@ class Session:
             self.violation = ctx.tensors.violation(kind, addrs, elem_bytes, ctx.kernel,
                                                    interp.interpreter_builder.grid_idx)
             raise self.violation
-        self.record_access(kind, parts, elem_bytes, int(ptrs.size))
+        self.last_parts = parts
+        self.record_access(kind, parts, elem_bytes, int(ptrs.size), self.site() if self.needs_sites else 0)
 
     def record_access(self, kind: str, parts: list[tuple[TensorInfo, np.ndarray]], elem_bytes: int,
-                      block_elems: int) -> None:
+                      block_elems: int, site: int) -> None:
         """An in-bounds access of a *block_elems* block (masked lanes included), split by tensor
-        argument into its unmasked addresses (``kind``: load/store/atomic)."""
+        argument into its unmasked addresses (``kind``: load/store/atomic), from source line *site*."""
 
-    def on_dot(self, a: Any, b: Any) -> None:
-        """A ``tl.dot`` of interpreter handles *a* (..., M, K) and *b* (..., K, N)."""
+    def on_dot(self, a: Any, b: Any, precision: str, loaded_rank: int) -> None:
+        """A ``tl.dot`` of handles *a* (..., M, K) and *b* (..., K, N); *precision*: tf32/tf32x3/ieee
+        for fp32 operands; *loaded_rank*: the widest float precision its operands were loaded at."""
 
     def on_ops(self, kind: str, elems: int, ops_per_elem: int) -> None:
         """An op of *kind* (elementwise/transcendental/reduction) over a block of *elems* elements."""
@@ -268,32 +327,70 @@ def _memo_patch_lang(fn: Any):
     return _ORIG_PATCH_LANG(fn)
 
 
+_PLAIN = (bool, int, float, str, type(None), tl.dtype, torch.dtype)
+
+
+def _plain(value: Any) -> bool:
+    """A value a constexpr may hold: numbers, strings, dtypes, None, constexprs and tuples of them."""
+    if isinstance(value, tl.constexpr):
+        value = value.value
+    if isinstance(value, tuple):
+        return all(_plain(v) for v in value)
+    return isinstance(value, _PLAIN) and not isinstance(value, torch.Tensor)
+
+
+def _argument_ok(value: Any) -> bool:
+    """A runtime kernel argument: a tensor, a number, None, a TMA descriptor, or a tuple of those."""
+    if isinstance(value, tuple):
+        return all(_argument_ok(v) for v in value)
+    return isinstance(value, (torch.Tensor, TensorDescriptor, bool, int, float, type(None)))
+
+
+def _check_arguments(session: Session, executor: Any, call_args: dict[str, Any]) -> None:
+    name = executor.fn.__name__
+    for arg, value in call_args.items():
+        if arg in executor.constexprs:
+            if not _plain(value):
+                session.fail(f"kernel {name}: constexpr argument `{arg}` is a {type(value).__name__}; constexprs must "
+                             "be numbers, strings, dtypes or tuples of them (a tensor passed as a constexpr reaches "
+                             "the kernel body as a host object).")
+        elif not _argument_ok(value):
+            session.fail(f"kernel {name}: argument `{arg}` is a {type(value).__name__}; kernel arguments must be "
+                         "tensors, numbers, None or tensor descriptors.")
+
+
 def _instrumented_call(executor: Any, *args_dev: Any, **kwargs: Any) -> None:
-    """``GridExecutor.__call__`` with the grid loop handed to the active session."""
+    """``GridExecutor.__call__`` with checks, and the grid loop handed to the active session."""
     session = _current
     if session is None:
         return _ORIG_CALL(executor, *args_dev, **kwargs)
+    if executor.pre_run_hooks:
+        session.fail(f"kernel {executor.fn.__name__} has pre-run hooks; hooks run host code on the kernel's "
+                     "arguments and are not allowed.")
+    options = {k: kwargs[k] for k in LAUNCH_OPTION_NAMES if k in kwargs}
     argspec = inspect.getfullargspec(executor.fn)
     kwargs = {k: v for k, v in kwargs.items() if k in argspec.args or k in argspec.kwonlyargs}
-    args_hst, kwargs_hst = executor._init_args_hst(args_dev, kwargs)   # CPU: shares storage, no copy
-    for hook in executor.pre_run_hooks:
-        hook(*args_hst, **kwargs_hst)
+    with session.paused():
+        args_hst, kwargs_hst = executor._init_args_hst(args_dev, kwargs)   # CPU: shares storage, no copy
     _patched_langs.clear()
     scope = _ORIG_PATCH_LANG(executor.fn)
     _patched_langs.add(_lang_key(executor.fn))
     try:
         call_args = inspect.getcallargs(executor.fn, *args_hst, **kwargs_hst)
-        tensors = TensorMap.from_args(call_args)
-        args = {name: arg if name in executor.constexprs else interp._implicit_cvt(arg)
-                for name, arg in call_args.items()}
+        _check_arguments(session, executor, call_args)
+        with session.paused():
+            tensors = TensorMap.from_args(call_args)
+            args = {name: arg if name in executor.constexprs else interp._implicit_cvt(arg)
+                    for name, arg in call_args.items()}
         grid = executor.grid(args) if callable(executor.grid) else executor.grid
         grid = tuple(int(g) for g in grid)
         if not 1 <= len(grid) <= 3:
             raise ValueError(f"grid must have 1 to 3 dimensions; got {grid}")
         grid = grid + (1,) * (3 - len(grid))
         interp.interpreter_builder.set_grid_dim(*grid)
-        session.ctx = LaunchContext(kernel=executor.fn.__name__, grid=grid, tensors=tensors,
-                                    fn=executor.fn, args=args)
+        session.ctx = LaunchContext(kernel=executor.fn.__name__, grid=grid, tensors=tensors, fn=executor.fn,
+                                    args=args, call_args=call_args, constexprs=tuple(executor.constexprs),
+                                    options=options)
         session.launch(session.ctx)
     finally:
         scope.restore()
@@ -304,46 +401,86 @@ def _elem_bytes(handle: Any) -> int:
     return max(1, handle.get_element_ty().primitive_bitwidth // 8)
 
 
-def _builder_hooks(builder: Any) -> dict[str, Any]:
+def _rank(dtype: Any) -> int:
+    return PRECISION_RANK.get(str(getattr(dtype, "scalar", dtype)), 0)
+
+
+def _loaded_rank(handle: Any) -> int:
+    return getattr(handle, "kf_src", 0)
+
+
+def _round_tf32(handle: Any) -> Any:
+    return interp.TensorHandle(interp._round_f32_to_tf32(handle.data), handle.dtype.scalar)
+
+
+def _builder_hooks(builder: Any, session: Session) -> dict[str, Any]:
     """name -> wrapper for the builder methods the session needs to see."""
-    orig = {name: getattr(builder, name) for name in
-            ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas",
-             "create_dot", "create_dot_scaled", *FLOAT_OPS, *FMA_OPS, *SELECT_OPS, *TRANSCENDENTAL_OPS)}
+    orig = {name: getattr(builder, name) for name in (*_MEMORY_OPS, *FLOAT_OPS, *FMA_OPS, *SELECT_OPS,
+                                                        *TRANSCENDENTAL_OPS)}
+    track = session.track_precision
 
     def masked_load(ptrs, mask, other, cache_policy, is_volatile):
-        _current.access("load", ptrs.data, mask.data, _elem_bytes(ptrs))
-        return orig["create_masked_load"](ptrs, mask, other, cache_policy, is_volatile)
+        session.access("load", ptrs.data, mask.data, _elem_bytes(ptrs))
+        result = orig["create_masked_load"](ptrs, mask, other, cache_policy, is_volatile)
+        if track:
+            rank = max(_rank(ptrs.get_element_ty()), session.memory_rank())
+            if rank:
+                result.kf_src = rank
+        return result
 
     def masked_store(ptrs, value, mask, cache_policy):
-        _current.access("store", ptrs.data, mask.data, _elem_bytes(ptrs))
+        session.access("store", ptrs.data, mask.data, _elem_bytes(ptrs))
+        if track:
+            session.mark_stored(_loaded_rank(value))
         return orig["create_masked_store"](ptrs, value, mask, cache_policy)
 
+    def loaded(result, ptr_element_ty):
+        """Values read from memory carry the widest precision their data came from: the pointer's
+        element type, the storage's own dtype, or what was stored there (a cast to fp16 through a
+        scratch buffer is still fp32 data)."""
+        if track:
+            rank = max(_rank(ptr_element_ty), session.memory_rank())
+            if rank and isinstance(result, interp.TensorHandle):
+                result.kf_src = max(rank, getattr(result, "kf_src", 0))
+        return result
+
     def atomic_rmw(rmw_op, ptr, val, mask, sem, scope):
-        _current.access("atomic", ptr.data, None if mask is None else mask.data, _elem_bytes(ptr))
-        return orig["create_atomic_rmw"](rmw_op, ptr, val, mask, sem, scope)
+        session.access("atomic", ptr.data, None if mask is None else mask.data, _elem_bytes(ptr))
+        if track:
+            session.mark_stored(_loaded_rank(val))
+        return loaded(orig["create_atomic_rmw"](rmw_op, ptr, val, mask, sem, scope), ptr.get_element_ty())
 
     def atomic_cas(ptr, cmp, val, sem, scope):
-        _current.access("atomic", ptr.data, None, _elem_bytes(ptr))
-        return orig["create_atomic_cas"](ptr, cmp, val, sem, scope)
+        session.access("atomic", ptr.data, None, _elem_bytes(ptr))
+        if track:
+            session.mark_stored(_loaded_rank(val))
+        return loaded(orig["create_atomic_cas"](ptr, cmp, val, sem, scope), ptr.get_element_ty())
 
-    def dot(a, b, d, *rest, **kwargs):
-        _current.on_dot(a, b)
-        return orig["create_dot"](a, b, d, *rest, **kwargs)
+    def descriptor_gather(desc, x_offsets, y_offset, type):
+        session.last_parts = []
+        return loaded(orig["create_descriptor_gather"](desc, x_offsets, y_offset, type), desc.base.dtype.element_ty)
+
+    def dot(a, b, d, input_precision, max_num_imprecise_acc):
+        precision = getattr(input_precision, "name", str(input_precision)).lower()
+        fp32 = str(a.dtype.scalar) == "fp32" and str(b.dtype.scalar) == "fp32"
+        session.on_dot(a, b, precision if fp32 else "", max(_loaded_rank(a), _loaded_rank(b)))
+        if fp32 and precision == "tf32":          # tensor cores round fp32 operands to TF32
+            a, b = _round_tf32(a), _round_tf32(b)
+        return orig["create_dot"](a, b, d, input_precision, max_num_imprecise_acc)
 
     def dot_scaled(lhs, lhs_scale, lhs_format, rhs, *rest, **kwargs):
-        _current.on_dot(lhs, rhs)
+        session.on_dot(lhs, rhs, "", max(_loaded_rank(lhs), _loaded_rank(rhs)))
         return orig["create_dot_scaled"](lhs, lhs_scale, lhs_format, rhs, *rest, **kwargs)
 
     hooks = {"create_masked_load": masked_load, "create_masked_store": masked_store,
              "create_atomic_rmw": atomic_rmw, "create_atomic_cas": atomic_cas,
-             "create_dot": dot, "create_dot_scaled": dot_scaled}
+             "create_dot": dot, "create_dot_scaled": dot_scaled, "create_descriptor_gather": descriptor_gather}
 
     def counting(name: str, kind: str, per_elem: int, float_only: bool):
         method = orig[name]
 
         def wrapper(*args, **kwargs):
             result = method(*args, **kwargs)
-            session = _current
             if session.count_ops and (not float_only or result.dtype.scalar.is_floating()):
                 session.on_ops(kind, result.data.size, per_elem)
             return result
@@ -357,21 +494,64 @@ def _builder_hooks(builder: Any) -> dict[str, Any]:
         hooks[name] = counting(name, "elementwise", 1, True)
     for name in TRANSCENDENTAL_OPS:
         hooks[name] = counting(name, "transcendental", 1, False)
+    if track:
+        for name, method in _all_create_methods(builder).items():
+            hooks[name] = _tagging(hooks.get(name, method), session)
     return hooks
+
+
+def _all_create_methods(builder: Any) -> dict[str, Any]:
+    return {name: getattr(builder, name) for name in dir(type(builder))
+            if name.startswith("create_") and name not in ("create_masked_load",) and callable(getattr(builder, name))}
+
+
+def _tagging(method, session: Session):
+    """Propagate the loaded-precision tag: a result is as wide as the widest tagged operand."""
+    def wrapper(*args, **kwargs):
+        result = method(*args, **kwargs)
+        if not session.tagging:
+            return result
+        rank = 0
+        for arg in args:
+            rank = max(rank, getattr(arg, "kf_src", 0))
+        if rank and isinstance(result, interp.TensorHandle) and rank > getattr(result, "kf_src", 0):
+            result.kf_src = rank
+        return result
+    return wrapper
+
+
+def _carry_tags(inputs: tuple, results: Any, session: Session) -> Any:
+    """Reductions and scans compute outside the builder: their results keep the widest loaded
+    precision of their inputs (else a reduce would launder fp32 data into an fp16 dot)."""
+    if not session.tagging:
+        return results
+    rank = max((getattr(getattr(t, "handle", None), "kf_src", 0) for t in inputs), default=0)
+    if rank:
+        for t in results if isinstance(results, tuple) else (results,):
+            handle = getattr(t, "handle", None)
+            if isinstance(handle, interp.TensorHandle) and rank > getattr(handle, "kf_src", 0):
+                handle.kf_src = rank
+    return results
 
 
 def _reduce_apply(self, input):
     session = _current
     if session is not None and session.count_ops and isinstance(input, tuple):   # apply() re-enters with a tuple
         session.on_ops("reduction", int(input[0].handle.data.size), 1)
-    return _ORIG_REDUCE_APPLY(self, input)
+    result = _ORIG_REDUCE_APPLY(self, input)
+    if session is not None and session.track_precision and isinstance(input, tuple):
+        _carry_tags(input, result, session)
+    return result
 
 
 def _scan_apply(self, input):
     session = _current
     if session is not None and session.count_ops and isinstance(input, tuple):   # apply() re-enters with a tuple
         session.on_ops("reduction", int(input[0].handle.data.size), 1)
-    return _ORIG_SCAN_APPLY(self, input)
+    result = _ORIG_SCAN_APPLY(self, input)
+    if session is not None and session.track_precision and isinstance(input, tuple):
+        _carry_tags(input, result, session)
+    return result
 
 
 @contextmanager
@@ -380,8 +560,10 @@ def active(session: Session) -> Iterator[Session]:
     global _current
     if _current is not None:
         raise RuntimeError("an instrumentation session is already active")
+    from .trace_loops import install
+    install()
     builder = interp.interpreter_builder
-    hooks = _builder_hooks(builder)
+    hooks = _builder_hooks(builder, session)
     saved = {name: builder.__dict__[name] for name in hooks if name in builder.__dict__}
     for name, hook in hooks.items():
         setattr(builder, name, hook)

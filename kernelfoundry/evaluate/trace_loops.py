@@ -1,120 +1,257 @@
-"""Loop sampling for the trace: run a few trips of every kernel loop, weight them back.
+"""Kernel loops under the verifier: sampled ``for`` trips, counted ``while`` trips, private globals.
 
-:func:`rewrite_loops` edits a candidate's source so that every ``for`` loop inside a
-``@triton.jit`` function iterates through :func:`sampled_loop` (injected into the
-module namespace as ``_kf_sampled_loop``).  The helper knows the full trip count
-*n*; for ``n > 3`` it runs trips ``0, 1, n-1`` with weights ``1, n-2, 1`` (a
-stratified sample: the first trip stands for itself, the second for every middle
-trip, the last for itself), so the weights always sum to *n*.  Nested loops
-multiply.  Counts recorded inside a trip are scaled by :func:`current_weight`.
+Triton's interpreter re-executes each ``@triton.jit`` function's source after its
+own AST rewrite (``FunctionRewriter``).  :func:`install` patches that last step so
+that (1) the rewritten function runs in a *private* globals dict (the candidate's
+module names, the two names the interpreter's rewrite needs, a short list of
+builtins and the loop helpers below) instead of the candidate's own module dict,
+which upstream fills with the interpreter's globals; so the instrumentation is
+unreachable from the candidate's namespace and no injected name leaks into it
+(the branch-arm recorder of :mod:`arms` is added there too);
+(2) every loop goes through a helper: ``for x in IT`` becomes
+``for x in _kf_for(IT, "kernel:line")`` and ``while C`` is bracketed by
+``_kf_while_begin`` / ``_kf_while_test(C, ...)`` / ``_kf_while_end``.
 
-The edit is textual (the loop's iterable is wrapped in place), so line numbers in
-the rewritten module match the original and error messages point at the right line.
+:data:`CONTROL` decides what the helpers do.  In ``full`` mode (correctness runs)
+every trip runs; ``while`` loops are only counted, with a trip limit that turns a
+spin-wait or an endless loop into a clear failure.  In ``sample`` mode (the trace)
+a ``for`` loop of *n* > 6 trips runs trips ``0`` and ``1``, three seeded-random
+middle trips and ``n-1``: a kernel cannot know which middle trips are looked at, so
+it cannot make just those idle, and trip ``1`` (which follows trip 0 as in a full
+run) is the witness of what an unsampled trip does (:mod:`trip_witness`).  The
+child records, per loop execution, its trip count and the trips it ran; the judge
+derives the weights (head and last trips stand for themselves, the middle samples
+for the ``n-3`` middle trips).  ``while`` loops run
+in full and record their trip count, so they cost what ``for`` loops cost.
+
+One sampled program per launch is *dense*: its loops run every trip (up to
+:data:`DENSE_TRIPS` per loop, a random sample of that many beyond; at most
+:data:`DENSE_BUDGET` trips per program) and also record the sparse plan the other
+programs used, so the judge can see what the sparse samples missed there (work
+that sits on rare trips) and correct every program's estimate (``trace_counts``).
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
+import random
 from dataclasses import dataclass, field
+from typing import Any
 
-#: Name under which :func:`sampled_loop` is injected into the traced module.
-HELPER_NAME = "_kf_sampled_loop"
-HEAD_TRIPS = 2   # trips run from the start of a loop (the first stands for itself)
-TAIL_TRIPS = 1   # trips run from the end
+from .arms import ARM_HELPER, _kf_arm, instrument_kernel
+from .hack_policy import KERNEL_BUILTINS
+
+HEAD, MIDDLE, TAIL = 2, 3, 1
+#: The dense program runs up to this many trips of one loop (a random sample of them beyond) ...
+DENSE_TRIPS = 4096
+#: ... and at most this many dense trips in all (later loops sample as the other programs do).
+DENSE_BUDGET = 16384
+#: A single ``while`` loop execution may run at most this many trips.
+WHILE_TRIP_LIMIT = 100_000
+FOR_HELPER, WHILE_BEGIN, WHILE_TEST, WHILE_END = "_kf_for", "_kf_while_begin", "_kf_while_test", "_kf_while_end"
+
+
+class LoopLimit(BaseException):
+    """A ``while`` loop ran past :data:`WHILE_TRIP_LIMIT` trips (BaseException: passes the interpreter)."""
+
+
+def trip_plan(n: int, rng: random.Random) -> list[int]:
+    """The trip indices a sampled loop of *n* trips runs, ascending."""
+    if n <= HEAD + MIDDLE + TAIL:
+        return list(range(n))
+    middle = sorted(rng.sample(range(HEAD, n - TAIL), MIDDLE))
+    return list(range(HEAD)) + middle + list(range(n - TAIL, n))
+
+
+def dense_plan(n: int, sparse: list[int], rng: random.Random) -> list[int]:
+    """The trips the dense program runs: all of them, or the sparse plan plus random middle trips."""
+    if n <= DENSE_TRIPS:
+        return list(range(n))
+    middle = set(sparse[HEAD:len(sparse) - TAIL])
+    rest = [i for i in range(HEAD, n - TAIL) if i not in middle]
+    middle.update(rng.sample(rest, DENSE_TRIPS - HEAD - TAIL - len(middle)))
+    return list(range(HEAD)) + sorted(middle) + list(range(n - TAIL, n))
+
+
+def trip_weight(n: int, plan: list[int], index: int) -> float:
+    """How many real trips the sampled trip *index* stands for (weights over *plan* sum to *n*)."""
+    if len(plan) >= n or index < HEAD or index >= n - TAIL:
+        return 1.0
+    return (n - HEAD - TAIL) / (len(plan) - HEAD - TAIL)
 
 
 @dataclass
-class LoopState:
-    """Per-program loop bookkeeping, reset by the tracer before each program."""
+class LoopExec:
+    """One execution of one loop inside one program."""
 
-    weights: list[float] = field(default_factory=lambda: [1.0])   # product of enclosing trip weights
-    trips: list[int] = field(default_factory=lambda: [0])          # serial of the enclosing sampled trip
-    next_trip: int = 0
-    loop_trips: float = 0.0                                        # full trip counts, weighted by outer loops
-    epoch: int = 0                                                 # bumped by reset()
-
-    def reset(self) -> None:
-        self.weights[:] = [1.0]
-        self.trips[:] = [0]
-        self.next_trip = 0
-        self.loop_trips = 0.0
-        self.epoch += 1
+    loop: str                  # "kernel:line"
+    kind: str                  # "for" | "while"
+    n: int                     # full trip count (while: trips run)
+    parent: int                # trip id the loop runs in (0: outside loops)
+    plan: list[int] = field(default_factory=list)   # for: trips run
+    sparse: list[int] = field(default_factory=list) # dense program: the sparse plan the others ran
 
 
-STATE = LoopState()
+class LoopControl:
+    """Per-program loop bookkeeping of the child; read by the trace session after each program."""
+
+    def __init__(self) -> None:
+        self.sampling = False
+        self.dense = False                 # this program runs its loops densely (set after reset)
+        self.first_trips_only = False      # the wave pass: a site's first access is in a loop's first trip
+        self.seed = 0
+        self.rng = random.Random(0)
+        self.reset()
+
+    def reset(self, program_key: str = "") -> None:
+        self.execs: list[LoopExec] = []
+        self.trips: list[tuple[int, int]] = [(-1, 0)]      # trip id -> (exec index, trip index); id 0: none
+        self.stack: list[int] = [0]
+        self.open_whiles: list[tuple[int, int]] = []        # (exec index, depth of self.stack at begin)
+        self.epoch = getattr(self, "epoch", 0) + 1
+        self.rng = random.Random(f"{self.seed}:{program_key}")
+        self.dense_rng = random.Random(f"{self.seed}:{program_key}:dense")   # leaves the sparse plans alone
+        self.dense, self.dense_left = False, DENSE_BUDGET
+        self.plans: dict[int, list[int]] = {}
+        self.dense_plans: dict[int, list[int]] = {}
+
+    @property
+    def current_trip(self) -> int:
+        return self.stack[-1]
+
+    def iterate(self, iterable: Any, loop: str):
+        if not self.sampling:
+            yield from iterable
+            return
+        items = iterable if isinstance(iterable, range) else tuple(iterable)
+        n = len(items)
+        plan = [0] if self.first_trips_only and n else self.plans.get(n)
+        if plan is None:                 # one plan per trip count: passes over the same data sample the
+            plan = self.plans[n] = trip_plan(n, self.rng)   # same trips, so re-reads stay re-reads
+        sparse: list[int] = []
+        if self.dense and len(plan) < n and self.dense_left > 0:
+            dense = self.dense_plans.get(n)  # one dense plan per trip count too (re-reads stay re-reads)
+            if dense is None:
+                dense = self.dense_plans[n] = dense_plan(n, plan, self.dense_rng)
+            sparse, plan = plan, dense
+            self.dense_left -= len(plan)
+        self.execs.append(LoopExec(loop=loop, kind="for", n=n, parent=self.current_trip, plan=plan, sparse=sparse))
+        exec_index, epoch = len(self.execs) - 1, self.epoch
+        for index in plan:
+            self.trips.append((exec_index, index))
+            self.stack.append(len(self.trips) - 1)
+            try:
+                yield items[index]
+            finally:
+                # a program aborted mid-loop may close this generator late (on garbage collection);
+                # by then the state was reset and must not be touched
+                if self.epoch == epoch:
+                    self.stack.pop()
+
+    def while_begin(self, loop: str) -> None:
+        self.execs.append(LoopExec(loop=loop, kind="while", n=0, parent=self.current_trip))
+        self.open_whiles.append((len(self.execs) - 1, len(self.stack)))
+
+    def while_test(self, value: Any, loop: str) -> bool:
+        result = bool(value)
+        if result and self.open_whiles:
+            loop_exec = self.execs[self.open_whiles[-1][0]]
+            loop_exec.n += 1
+            if loop_exec.n > WHILE_TRIP_LIMIT:
+                raise LoopLimit(f"the while loop at {loop} ran more than {WHILE_TRIP_LIMIT} trips: an endless loop or "
+                                "a wait for another program (programs must not wait on each other)")
+        return result
+
+    def while_end(self, loop: str) -> None:
+        if self.open_whiles:
+            self.open_whiles.pop()
 
 
-def current_weight() -> float:
-    """How many real executions one recorded event stands for (1 outside sampled loops)."""
-    return STATE.weights[-1]
+CONTROL = LoopControl()
 
 
-def current_trip() -> int:
-    """A serial number of the innermost sampled trip being executed (0 outside loops)."""
-    return STATE.trips[-1]
+def _for(iterable, loop):
+    return CONTROL.iterate(iterable, loop)
 
 
-def trip_plan(n: int) -> list[tuple[int, float]]:
-    """(trip index, weight) pairs to run for a loop of *n* trips; weights sum to *n*."""
-    if n <= HEAD_TRIPS + TAIL_TRIPS:
-        return [(i, 1.0) for i in range(n)]
-    middle = HEAD_TRIPS - 1
-    middle_weight = (n - 1 - TAIL_TRIPS) / middle
-    plan = [(0, 1.0)] + [(i, middle_weight) for i in range(1, HEAD_TRIPS)]
-    return plan + [(n - TAIL_TRIPS + j, 1.0) for j in range(TAIL_TRIPS)]
+def _while_begin(loop):
+    CONTROL.while_begin(loop)
 
 
-def sampled_loop(iterable):
-    """Iterate a sampled subset of *iterable*'s items, pushing each trip's weight."""
-    items = iterable if isinstance(iterable, range) else tuple(iterable)
-    n = len(items)
-    state = STATE
-    epoch = state.epoch
-    state.loop_trips += n * state.weights[-1]
-    for index, weight in trip_plan(n):
-        state.next_trip += 1
-        state.weights.append(state.weights[-1] * weight)
-        state.trips.append(state.next_trip)
-        try:
-            yield items[index]
-        finally:
-            # A program aborted mid-loop may close this generator late (on garbage
-            # collection); by then its state was reset and must not be touched.
-            if state.epoch == epoch:
-                state.weights.pop()
-                state.trips.pop()
+def _while_test(value, loop):
+    return CONTROL.while_test(value, loop)
 
 
-def _is_jit_decorator(node: ast.expr) -> bool:
-    target = node.func if isinstance(node, ast.Call) else node
-    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
-    return name == "jit"
+def _while_end(loop):
+    CONTROL.while_end(loop)
 
 
-def loop_iterables(source: str) -> list[ast.expr]:
-    """The iterable expressions of every ``for`` loop inside ``@triton.jit`` functions."""
-    tree = ast.parse(source)
-    found: list[ast.expr] = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                _is_jit_decorator(d) for d in node.decorator_list):
-            for inner in ast.walk(node):
-                if isinstance(inner, ast.For):
-                    found.append(inner.iter)
-    # A jit function nested in a jit function would be visited twice.
-    unique = {(e.lineno, e.col_offset): e for e in found}
-    return list(unique.values())
+HELPERS = {FOR_HELPER: _for, WHILE_BEGIN: _while_begin, WHILE_TEST: _while_test, WHILE_END: _while_end,
+           ARM_HELPER: _kf_arm}
 
 
-def rewrite_loops(source: str) -> str:
-    """*source* with every jit-function ``for`` iterable wrapped in the sampling helper."""
-    lines = source.splitlines(keepends=True)
-    encoded = [line.encode("utf-8") for line in lines]
-    edits: list[tuple[int, int, bytes]] = []   # (line index, byte column, text to insert)
-    for expr in loop_iterables(source):
-        edits.append((expr.lineno - 1, expr.col_offset, f"{HELPER_NAME}(".encode()))
-        edits.append((expr.end_lineno - 1, expr.end_col_offset, b")"))
-    # Apply from the end of the file backwards so earlier offsets stay valid.
-    for line, col, text in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
-        encoded[line] = encoded[line][:col] + text + encoded[line][col:]
-    return b"".join(encoded).decode("utf-8")
+class LoopTransformer(ast.NodeTransformer):
+    """Route every loop of one rewritten jit function through the helpers (line numbers kept)."""
+
+    def __init__(self, kernel: str):
+        self.kernel = kernel
+
+    def _call(self, name: str, args: list[ast.expr], like: ast.AST) -> ast.Call:
+        return ast.copy_location(ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=args, keywords=[]), like)
+
+    def visit_For(self, node: ast.For):
+        self.generic_visit(node)
+        loop = ast.Constant(value=f"{self.kernel}:{node.lineno}")
+        node.iter = self._call(FOR_HELPER, [node.iter, loop], node.iter)
+        return node
+
+    def visit_While(self, node: ast.While):
+        self.generic_visit(node)
+        loop = f"{self.kernel}:{node.lineno}"
+        node.test = self._call(WHILE_TEST, [node.test, ast.Constant(value=loop)], node.test)
+        begin = ast.copy_location(ast.Expr(self._call(WHILE_BEGIN, [ast.Constant(value=loop)], node)), node)
+        end = ast.copy_location(ast.Expr(self._call(WHILE_END, [ast.Constant(value=loop)], node)), node)
+        return [begin, node, end]
+
+
+_installed = False
+
+
+class ReservedName(BaseException):
+    """The candidate's module binds a name the kernel globals need (the static gate refuses it too)."""
+
+
+def kernel_globals(fn_globals: dict[str, Any], interp_module: Any) -> dict[str, Any]:
+    """The private globals a rewritten kernel runs in (never the candidate's module dict)."""
+    clash = sorted(n for n in fn_globals if (n in HELPERS and fn_globals[n] is not HELPERS[n])
+                   or n in ("interpreter_semantic", "_InterpreterComparison"))
+    if clash:
+        raise ReservedName(f"the module binds {', '.join(clash)}, names reserved for the verifier and the interpreter")
+    namespace = {name: value for name, value in fn_globals.items() if not name.startswith("__")}
+    for name in ("interpreter_semantic", "_InterpreterComparison"):       # what upstream's rewrite emits
+        namespace[name] = getattr(interp_module, name)
+    namespace.update(HELPERS)
+    namespace["__builtins__"] = {name: getattr(builtins, name) for name in KERNEL_BUILTINS}
+    namespace["__name__"] = fn_globals.get("__name__", "kernel")
+    return namespace
+
+
+def install() -> None:
+    """Patch Triton's interpreter rewrite (once per process; only ever in the sandboxed child)."""
+    global _installed
+    if _installed:
+        return
+    from triton.runtime import interpreter as interp
+
+    def compile_and_exec(self, transformed_ast):
+        transformed_ast = instrument_kernel(transformed_ast, self.fn.__name__)
+        transformed_ast = LoopTransformer(self.fn.__name__).visit(transformed_ast)
+        ast.fix_missing_locations(transformed_ast)
+        code = compile(transformed_ast, filename=self.filename, mode="exec")
+        local_namespace = {**self.kwargs}
+        exec(code, kernel_globals(self.fn.__globals__, interp), local_namespace)
+        return local_namespace[self.fn.__name__]
+
+    interp.FunctionRewriter._compile_and_exec = compile_and_exec
+    _installed = True

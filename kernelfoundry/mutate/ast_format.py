@@ -10,6 +10,8 @@ import io
 import re
 import tokenize
 
+from ..ast_safe import parse as safe_parse
+
 WIDTH = 100
 
 
@@ -70,7 +72,7 @@ def tidy(text: str) -> str:
     """``kernel[n,](...)`` (as ``ast.unparse`` writes a 1-tuple grid) -> ``kernel[(n,)](...)``."""
     tidied = _ONE_TUPLE_INDEX.sub(r"[(\1,)]", text)
     try:
-        return tidied if ast.dump(ast.parse(tidied)) == ast.dump(ast.parse(text)) else text
+        return tidied if ast.dump(safe_parse(tidied)) == ast.dump(safe_parse(text)) else text
     except SyntaxError:
         return text
 
@@ -82,7 +84,7 @@ def wrap_long_lines(text: str, width: int = WIDTH) -> str:
         return text
     wrapped = "\n".join(_wrap_line(line, width) if len(line) > width else line for line in lines)
     try:
-        if ast.dump(ast.parse(wrapped)) == ast.dump(ast.parse(text)):
+        if ast.dump(safe_parse(wrapped)) == ast.dump(safe_parse(text)):
             return wrapped
     except SyntaxError:
         pass

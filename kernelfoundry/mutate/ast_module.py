@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..ast_safe import parse as safe_parse
 from ..candidate import ParamSpaceError, parse_param_space, validate_param_space
 from .ast_format import tidy, wrap_long_lines
 
@@ -33,7 +34,7 @@ class KernelModule:
     def parse(cls, source: str) -> "KernelModule":
         """Parse *source*; raise :class:`Skip` when it is not a usable candidate."""
         try:
-            tree = ast.parse(source)
+            tree = safe_parse(source)
         except SyntaxError as exc:
             raise Skip(f"source does not parse (line {exc.lineno}: {exc.msg})") from None
         try:
@@ -219,7 +220,7 @@ class _Substitute(ast.NodeTransformer):
 
 def template(code: str, **subs: ast.AST | str) -> list[ast.stmt]:
     """Statements parsed from *code* with placeholder names replaced by names or expressions."""
-    tree = ast.parse(code)
+    tree = safe_parse(code)
     tree = _Substitute(subs).visit(tree)
     return tree.body
 
@@ -255,7 +256,7 @@ def write_params(tree: ast.Module, space: dict[str, list[Any]]) -> None:
     stmt = params_statement(tree)
     if stmt is None:
         raise Skip("module has no PARAMS")
-    stmt.value = ast.parse(format_params_literal(space), mode="eval").body
+    stmt.value = safe_parse(format_params_literal(space), mode="eval").body
 
 
 def _literal(value: Any) -> str:

@@ -16,6 +16,8 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
+from ..ast_safe import parse as safe_parse
+
 #: Similarity a fuzzy SEARCH match must reach (difflib ratio over the line window).
 FUZZY_THRESHOLD = 0.85
 
@@ -321,7 +323,7 @@ def check_source(source: str, parent_source: str) -> None:
     if source.strip() == parent_source.strip():
         raise EditError("the edit leaves the kernel unchanged")
     try:
-        ast.parse(source)
+        safe_parse(source)
     except SyntaxError as exc:
         line = (exc.text or "").strip()[:80]
         raise EditError(f"the edited kernel does not parse: line {exc.lineno}: {exc.msg} ({line!r})") from None

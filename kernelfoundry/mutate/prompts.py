@@ -221,6 +221,8 @@ def hardware_metrics(hardware: dict[str, Any] | None) -> list[str]:
             if isinstance(shape.get("breakdown"), dict) and shape["breakdown"]:
                 bits.append(f"time by limit {_fmt_breakdown(shape['breakdown'])}")
             line += "\n    " + "; ".join(bits)
+        if score.get("compiled"):
+            line += f"\n    compiled for {name}: {score['compiled']}"
         out.append(line)
     return out
 

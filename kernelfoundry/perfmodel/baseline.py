@@ -1,16 +1,12 @@
 """The eager-PyTorch baseline and the speed-of-light bound of a task's reference.
 
-The reference (the task author's PyTorch spec, trusted code) runs once per shape on
-``meta`` tensors under a :class:`TorchDispatchMode` that records every aten op with its
-FLOPs (torch's flop registry for GEMM-like ops) and bytes (distinct input elements +
-output).  Each op then costs, per hardware, its roofline time at library-grade
-efficiency (``library_efficiency`` in the hardware file) plus the eager per-op overhead.
-View and allocation ops cost nothing.
+The reference (the task author's PyTorch spec, trusted code) runs once per shape on ``meta``
+tensors; :mod:`.eager` records every aten op with its arguments and prices it, per hardware,
+as the kernels ATen really launches for it (passes, launch shape, cuBLAS / cuDNN paths), in a
+host + GPU timeline of an event-timed call after an L2 flush (KernelBench's method).
 
-Speed-of-light = max(GEMM FLOPs / matrix peak of the narrowest float input dtype,
-vector FLOPs / vector peak, (inputs + outputs) bytes / DRAM peak).
-PyTorch runs fp32 matmuls without TF32 by default, so an fp32 GEMM in the eager
-baseline runs at the fp32 vector rate.
+Speed-of-light = max(GEMM FLOPs / matrix peak of the narrowest float input dtype + vector
+FLOPs / vector peak, (inputs + outputs) bytes / DRAM peak), at raw peaks.
 """
 
 from __future__ import annotations
@@ -20,26 +16,24 @@ import math
 from dataclasses import dataclass, field
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.flop_counter import flop_registry
+import torch.nn.functional as F
 
 from ..task import DTYPE_BYTES, Task
+from .eager import KERNELBENCH, AtenCall, EagerEstimate, EagerKernel, Timing, estimate, kernel_seconds, record
+from .eager.record import _tensors
+from .eager.rules_reduce import REDUCTIONS, SCANS
 from .hardware import HardwareSpec, dtype_class
 
-REDUCTIONS = frozenset({
-    "sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "prod", "var", "std", "var_mean",
-    "std_mean", "norm", "linalg_vector_norm", "logsumexp", "_softmax", "_log_softmax", "softmax",
-    "log_softmax", "cumsum", "cumprod", "all", "any", "native_layer_norm", "native_group_norm",
+#: Ops whose cost is a reduction over their input (for :class:`OpCost` kinds).
+REDUCTION_OPS = REDUCTIONS | SCANS | {
+    "_softmax", "_log_softmax", "_safe_softmax", "logsumexp", "native_layer_norm", "native_group_norm",
     "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
-    "nll_loss_forward", "nll_loss2d_forward", "topk", "sort", "cummax", "cummin", "logcumsumexp",
-    "_fused_rms_norm", "rms_norm", "count_nonzero", "nansum", "median", "mode", "kthvalue"})
-FREE = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "lift_fresh",
-                  "detach", "alias", "_to_copy_meta", "resize_", "set_", "_local_scalar_dense"})
+    "nll_loss_forward", "nll_loss2d_forward", "topk", "sort", "_fused_rms_norm"}
 
 
 @dataclass
 class OpCost:
-    """One recorded aten op."""
+    """One recorded aten op, summarised (name, kind, flops, bytes, dtype)."""
 
     name: str
     kind: str            # "gemm" | "elementwise" | "reduction"
@@ -58,6 +52,8 @@ class ReferenceProfile:
     min_float_dtype: str
     exact: bool = True          # False when the meta run failed and a copy-like estimate stands in
     note: str = ""
+    input_count: int = 0
+    calls: list[AtenCall] = field(default_factory=list)
     gemm_flops: float = field(init=False)
     vector_flops: float = field(init=False)
 
@@ -66,49 +62,14 @@ class ReferenceProfile:
         self.vector_flops = sum(o.flops for o in self.ops if o.kind != "gemm")
 
 
-def _distinct_bytes(t: torch.Tensor) -> float:
-    """Bytes of distinct elements a tensor view addresses (broadcast dims count once)."""
-    n = 1
-    for size, stride in zip(t.shape, t.stride()):
-        if stride != 0:
-            n *= size
-    return float(n * t.element_size())
-
-
-def _tensors(obj):
-    if isinstance(obj, torch.Tensor):
-        yield obj
-    elif isinstance(obj, (list, tuple)):
-        for x in obj:
-            yield from _tensors(x)
-    elif isinstance(obj, dict):
-        for x in obj.values():
-            yield from _tensors(x)
-
-
-class _OpRecorder(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.ops: list[OpCost] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        name = func.overloadpacket.__name__
-        if getattr(func, "is_view", False) or name in FREE:
-            return out
-        ins = list(_tensors(args)) + list(_tensors(kwargs))
-        outs = list(_tensors(out))
-        nbytes = sum(_distinct_bytes(t) for t in ins) + sum(_distinct_bytes(t) for t in outs)
-        dtype = dtype_class(str(ins[0].dtype)) if ins else "fp32"
-        if func.overloadpacket in flop_registry:
-            flops = float(flop_registry[func.overloadpacket](*args, **kwargs, out_val=out))
-            self.ops.append(OpCost(name, "gemm", flops, nbytes, dtype))
-        else:
-            elems = max([t.numel() for t in ins + outs] or [0])
-            kind = "reduction" if name in REDUCTIONS else "elementwise"
-            self.ops.append(OpCost(name, kind, float(elems), nbytes, dtype))
-        return out
+def op_cost(call: AtenCall) -> OpCost:
+    """The summary of one recorded call."""
+    nbytes = sum(t.distinct_bytes for t in call.inputs) + sum(t.distinct_bytes for t in call.outputs)
+    dtype = dtype_class(call.inputs[0].dtype) if call.inputs else "fp32"
+    if call.flops:
+        return OpCost(call.name, "gemm", call.flops, nbytes, dtype)
+    elems = max([t.numel for t in call.inputs + call.outputs] or [0])
+    return OpCost(call.name, "reduction" if call.name in REDUCTION_OPS else "elementwise", float(elems), nbytes, dtype)
 
 
 _TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
@@ -117,58 +78,57 @@ _TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16":
 _PROFILES: dict[tuple, ReferenceProfile] = {}
 
 
-def _key(task: Task, shape: dict[str, int]) -> tuple:
-    digest = hashlib.sha256(task.reference.encode()).hexdigest()[:16]
-    inputs = tuple((s.name, s.dtype, s.concrete_shape(shape)) for s in task.inputs)
-    return (task.name, digest, inputs)
+def profile_function(reference: str, inputs: list[tuple[str, tuple[int, ...], str]], *,
+                     name: str = "reference") -> ReferenceProfile:
+    """Run ``reference(*inputs)`` (source defining ``def reference``) on meta tensors and record its ops.
 
-
-def profile_reference(task: Task, shape: dict[str, int]) -> ReferenceProfile:
-    """Run the reference on meta tensors at *shape* and record its ops (cached)."""
-    key = _key(task, shape)
+    *inputs* are ``(name, shape, dtype)`` in argument order; ``shape`` may be ``()`` (a 0-d tensor).
+    The source sees ``torch``, ``F`` (``torch.nn.functional``) and ``math``.  Cached.
+    """
+    key = (hashlib.sha256(reference.encode()).hexdigest()[:16], tuple((n, tuple(s), d) for n, s, d in inputs))
     if key in _PROFILES:
         return _PROFILES[key]
-    floats = [s.dtype for s in task.inputs if s.is_float]
+    floats = [d for _, _, d in inputs if d in ("float32", "float16", "bfloat16", "float64")]
     min_float = min(floats, key=lambda d: DTYPE_BYTES[d]) if floats else "float32"
-    input_bytes = float(task.input_bytes(shape))
-    recorder = _OpRecorder()
+    input_bytes = float(sum(math.prod(s) * DTYPE_BYTES[d] for _, s, d in inputs))
     try:
-        namespace: dict = {"torch": torch}
-        exec(compile(task.reference, f"<reference of {task.name}>", "exec"), namespace)
-        args = [torch.empty(s.concrete_shape(shape), dtype=_TORCH_DTYPES[s.dtype], device="meta")
-                for s in task.inputs]
-        with recorder:
-            result = namespace["reference"](*args)
+        namespace: dict = {"torch": torch, "F": F, "math": math}
+        exec(compile(reference, f"<reference of {name}>", "exec"), namespace)
+        args = [torch.empty(tuple(s), dtype=_TORCH_DTYPES[d], device="meta") for _, s, d in inputs]
+        calls, result = record(namespace["reference"], *args)
         output_bytes = float(sum(t.numel() * t.element_size() for t in _tensors(result)))
-        profile = ReferenceProfile(recorder.ops, input_bytes, output_bytes, dtype_class(min_float))
+        profile = ReferenceProfile([op_cost(c) for c in calls], input_bytes, output_bytes, dtype_class(min_float),
+                                   input_count=len(inputs), calls=calls)
     except Exception as exc:  # data-dependent ops cannot run on meta tensors
-        largest = max(math.prod(s.concrete_shape(shape)) * DTYPE_BYTES[s.dtype] for s in task.inputs)
+        largest = max((math.prod(s) * DTYPE_BYTES[d] for _, s, d in inputs), default=0)
         op = OpCost("estimate", "elementwise", largest / 4.0, input_bytes + largest, dtype_class(min_float))
         profile = ReferenceProfile([op], input_bytes, float(largest), dtype_class(min_float), exact=False,
+                                   input_count=len(inputs),
                                    note=f"reference did not run on meta tensors ({type(exc).__name__}: {exc}); "
                                         f"baseline estimated as one pass over inputs and an input-sized output")
     _PROFILES[key] = profile
     return profile
 
 
-def op_seconds(op: OpCost, spec: HardwareSpec) -> float:
-    """One eager op at library-grade efficiency, plus the eager per-op overhead."""
-    lib = spec.library_efficiency
-    if op.kind == "gemm":
-        rate = spec.matrix_peak(op.dtype) if op.dtype != "fp32" else 0.0
-        rate = rate or spec.vector_peak("fp32")
-        t = max(op.flops / (rate * lib["gemm"]), op.bytes / (spec.dram_bw * lib["elementwise"]))
-    else:
-        eff = lib["reduction"] if op.kind == "reduction" else lib["elementwise"]
-        t = max(op.bytes / (spec.dram_bw * eff), op.flops / (spec.vector_peak("fp32") / 2.0))
-    return t + spec.eager_op_overhead_us * 1e-6
+def profile_reference(task: Task, shape: dict[str, int]) -> ReferenceProfile:
+    """Run the task's reference on meta tensors at *shape* and record its ops (cached)."""
+    inputs = [(s.name, s.concrete_shape(shape), s.dtype) for s in task.inputs]
+    return profile_function(task.reference, inputs, name=task.name)
 
 
-def eager_seconds(profile: ReferenceProfile, spec: HardwareSpec) -> float:
-    """Estimated eager-PyTorch latency of the reference on *spec*."""
-    if not profile.ops:      # a reference that only views its input still launches nothing
-        return spec.eager_op_overhead_us * 1e-6
-    return sum(op_seconds(op, spec) for op in profile.ops)
+def eager_estimate(profile: ReferenceProfile, spec: HardwareSpec, timing: Timing = KERNELBENCH) -> EagerEstimate:
+    """The eager call priced on *spec*, with its kernels (see :mod:`.eager`)."""
+    if not profile.exact:
+        k = EagerKernel("estimate: one pass over the inputs and an input-sized output",
+                        read_bytes=profile.input_bytes, write_bytes=profile.output_bytes)
+        s = kernel_seconds(k, spec)
+        return EagerEstimate(seconds=s, ops=[("estimate", [(k, s)])])
+    return estimate(profile.calls, spec, timing)
+
+
+def eager_seconds(profile: ReferenceProfile, spec: HardwareSpec, timing: Timing = KERNELBENCH) -> float:
+    """Estimated eager-PyTorch latency of the reference on *spec* (KernelBench-style timing by default)."""
+    return eager_estimate(profile, spec, timing).seconds
 
 
 def sol_seconds(profile: ReferenceProfile, spec: HardwareSpec) -> float:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..evaluate.records import LaunchTrace
+from .alignment import scalar_share
 from .hardware import DTYPE_KEYS, dtype_class
 
 SECTOR = 32
@@ -44,10 +45,12 @@ class LaunchFeatures:
     transcendental_ops: np.ndarray
     reduction_elems: np.ndarray
     loop_trips: np.ndarray
+    max_loop_trips: np.ndarray      # the longest program's loop trips (its serial chain)
     max_block_elems: np.ndarray
     bytes_spread: np.ndarray
     footprint: np.ndarray           # [R, GRID] distinct load bytes of programs 0..w-1 (w = GRID_W), capped at F(P)
     footprint_total: np.ndarray     # F(P): distinct load bytes of the whole launch
+    scalar_share: np.ndarray        # share of bytes on tensors Triton cannot vectorise (alignment.py)
 
     def __len__(self) -> int:
         return len(self.programs)
@@ -81,19 +84,22 @@ def _elem_bytes(dtype: str) -> int:
 
 
 def footprint_curve(points: list[list[int]] | None, unique_bytes: float, tensor_bytes: float,
-                    programs: int) -> np.ndarray:
+                    programs: int, floor: float = 0.0) -> np.ndarray:
     """One tensor's distinct load bytes of programs 0..w-1 on the grid ``GRID_W``.
 
     The traced points are scaled so that F(1) equals the program's own footprint
     (``unique_bytes``), interpolated linearly, extrapolated beyond the last point with the
     last segment's slope, capped at the tensor's size and flat beyond the launch's
-    program count.  Without points, programs are assumed to share nothing.
+    program count.  Without points, programs are assumed to share nothing.  *floor*: the largest
+    footprint of one sampled program, which the launch reads at least once (when a few programs do
+    the work of the whole grid, the mean program's footprint understates it).
     """
     w_eval = np.minimum(GRID_W, float(programs))
     cap = float(tensor_bytes) if tensor_bytes > 0 else math.inf
     pts = sorted((int(w), float(s)) for w, s in (points or []) if int(w) >= 1 and float(s) >= 0)
+    floor = min(float(floor), cap)
     if not pts or pts[0][1] <= 0:
-        return np.minimum(w_eval * unique_bytes, cap)
+        return np.maximum(np.minimum(w_eval * unique_bytes, cap), floor)
     w0, s0 = pts[0]
     scale = unique_bytes * w0 / (s0 * SECTOR) if unique_bytes > 0 else 1.0
     ws = np.array([0.0] + [w for w, _ in pts])
@@ -102,12 +108,31 @@ def footprint_curve(points: list[list[int]] | None, unique_bytes: float, tensor_
     slope = (fs[-1] - fs[-2]) / (ws[-1] - ws[-2])
     inside = np.interp(w_eval, ws, fs)
     beyond = fs[-1] + slope * (w_eval - ws[-1])
-    return np.minimum(np.where(w_eval <= ws[-1], inside, beyond), cap)
+    return np.maximum(np.minimum(np.where(w_eval <= ws[-1], inside, beyond), cap), floor)
 
 
-def _launch_row(launch: LaunchTrace) -> dict:
+def dot_accumulator_adds(launch: LaunchTrace) -> float:
+    """Accumulator element updates of the launch's dots per program (2 flops each per K element).
+
+    ``acc += tl.dot(a, b)`` is traced as a dot plus an fp32 add of the accumulator per K step,
+    but Triton folds that add into the MMA's accumulator operand (its combine pass rewrites
+    ``add(dot(a, b, 0), c)`` to ``dot(a, b, c)``); the model removes those adds again.
+    """
+    adds = 0.0
+    for dtype, flops in launch.dot_flops.items():
+        ks = [k for m, n, k, dt in launch.dot_shapes if dtype_class(dt) == dtype_class(dtype)]
+        if ks:
+            adds += float(flops) / (2.0 * (sum(ks) / len(ks)))
+    return adds
+
+
+def _launch_row(launch: LaunchTrace, unaligned: frozenset[int] = frozenset()) -> dict:
     t = launch.traffic.values()
     P = max(int(launch.num_programs), 1)
+    elementwise = float(launch.elementwise_ops)
+    acc_adds = dot_accumulator_adds(launch)
+    if acc_adds and elementwise >= acc_adds:      # traced as `acc += tl.dot(...)`: the adds are not real
+        elementwise -= acc_adds
     row = {
         "programs": P,
         "load_bytes": sum(x.load_bytes for x in t),
@@ -116,10 +141,12 @@ def _launch_row(launch: LaunchTrace) -> dict:
         "store_sector_bytes": sum(max(x.store_sectors * SECTOR, x.store_bytes) for x in t),
         "unique_load_bytes": sum(x.unique_load_bytes for x in t),
         "unique_store_bytes": sum(max(x.unique_store_bytes, 0.0) for x in t),
-        "elementwise_ops": float(launch.elementwise_ops),
+        "elementwise_ops": elementwise,
+        "scalar_share": scalar_share(launch, unaligned),
         "transcendental_ops": float(launch.transcendental_ops),
         "reduction_elems": float(launch.reduction_elems),
         "loop_trips": float(launch.loop_trips),
+        "max_loop_trips": max(float(launch.max_loop_trips or 0.0), float(launch.loop_trips)),
         "max_block_elems": float(launch.max_block_elems),
         "bytes_spread": max(float(launch.program_bytes_spread or 1.0), 1.0),
         "dot_operand_bytes": float(launch.dot_operand_bytes),
@@ -141,15 +168,20 @@ def _launch_row(launch: LaunchTrace) -> dict:
     curve = np.zeros(GRID)
     for name, x in launch.traffic.items():
         if x.unique_load_bytes > 0:
-            curve += footprint_curve(launch.footprint.get(name), x.unique_load_bytes, x.tensor_bytes, P)
+            curve += footprint_curve(launch.footprint.get(name), x.unique_load_bytes, x.tensor_bytes, P,
+                                     floor=x.max_unique_load_bytes)
     row["footprint"] = curve
     row["footprint_total"] = float(curve[min(GRID - 1, math.ceil(math.log2(P)))])
     return row
 
 
-def launch_features(launches: list[LaunchTrace]) -> LaunchFeatures:
-    """Feature arrays for *launches* (row i = launches[i])."""
-    rows = [_launch_row(l) for l in launches]
+def launch_features(launches: list[LaunchTrace], unaligned: frozenset[int] = frozenset()) -> LaunchFeatures:
+    """Feature arrays for *launches* (row i = launches[i]).
+
+    *unaligned* holds the storage sizes of tensors whose rows Triton cannot vectorise
+    (:func:`.alignment.unaligned_bytes`).
+    """
+    rows = [_launch_row(l, unaligned) for l in launches]
     if not rows:
         raise ValueError("launch_features needs at least one launch")
 
@@ -166,5 +198,7 @@ def launch_features(launches: list[LaunchTrace]) -> LaunchFeatures:
         a_tile_bytes=col("a_tile_bytes"), b_tile_bytes=col("b_tile_bytes"), c_tile_elems=col("c_tile_elems"),
         elementwise_ops=col("elementwise_ops"), transcendental_ops=col("transcendental_ops"),
         reduction_elems=col("reduction_elems"), loop_trips=col("loop_trips"),
+        max_loop_trips=col("max_loop_trips"),
         max_block_elems=col("max_block_elems"), bytes_spread=col("bytes_spread"),
-        footprint=np.stack([r["footprint"] for r in rows]), footprint_total=col("footprint_total"))
+        footprint=np.stack([r["footprint"] for r in rows]), footprint_total=col("footprint_total"),
+        scalar_share=col("scalar_share"))

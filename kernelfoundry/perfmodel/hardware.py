@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,10 @@ _NUMBERS: dict[str, tuple[type, tuple[str, ...], float, float]] = {
     "vector_cores": (int, ("npu",), 1, 100000),
 }
 _STRINGS = ("name", "description", "kind", "vendor")
-_OTHER = ("matrix_tflops", "vector_tflops", "matrix_granule", "library_efficiency", "npu", "calibration")
+_OTHER = ("matrix_tflops", "vector_tflops", "matrix_granule", "library_efficiency", "npu", "calibration",
+          "triton_target")
+#: ``triton_target``: the Triton compile target, "cuda:<capability>:<warp size>" or "hip:<arch>:<warp size>".
+TRITON_TARGET_RE = re.compile(r"(cuda:[0-9]+|hip:gfx[0-9a-z]+):(32|64)")
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,7 @@ class HardwareSpec:
     smem_stage_offset: int = 0          # pipeline stages prefetched into registers, not shared memory
     npu: dict[str, int] = field(default_factory=dict)
     calibration: dict[str, Any] = field(default_factory=dict)
+    triton_target: str = ""             # e.g. "cuda:90:32"; "" when no Triton backend compiles for it
     path: str = ""
 
     @property
@@ -266,6 +271,10 @@ def spec_from_dict(data: Any, *, source: Path | str | None = None) -> HardwareSp
     if not isinstance(calibration, dict):
         raise fail("calibration", "must be a mapping (date, device, factors, ...).")
     values["calibration"] = calibration
+    target = data.get("triton_target", "")
+    if not isinstance(target, str) or (target and not TRITON_TARGET_RE.fullmatch(target)):
+        raise fail("triton_target", f"must look like 'cuda:90:32' or 'hip:gfx942:64'; got {target!r}.")
+    values["triton_target"] = target
     values["path"] = str(source or "")
     return HardwareSpec(**values)
 

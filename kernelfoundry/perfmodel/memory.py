@@ -94,8 +94,9 @@ def traffic(*, programs, concurrent, resident, load_sector_bytes, store_bytes, s
     phi = np.clip(l2_capacity / np.maximum(F_W, 1.0), 0.0, 1.0) ** 4
     inter = np.maximum(phi * denning + (1.0 - phi) * cyclic, footprint_total)
 
-    # Re-reads that miss L1: they reach DRAM when the wave's footprints overflow L2.
-    wave_fp = W * unique_load_bytes
+    # Re-reads that miss L1: they reach DRAM when the wave's footprints overflow L2.  The wave's
+    # stores pass through L2 too (write-back) and take their share of it.
+    wave_fp = W * (unique_load_bytes + unique_store_bytes)
     miss_intra = np.clip(1.0 - l2_capacity / np.maximum(wave_fp, 1.0), 0.0, 1.0)
     reread_dram = P * (reread - l1_hits) * miss_intra
     dram_read = inter + reread_dram

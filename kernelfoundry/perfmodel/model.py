@@ -8,7 +8,9 @@ Per launch (hierarchical roofline per program and per wave; see ``docs/perfmodel
                      latency chain = rounds x trips / stages x latency);
 * overlap:           T = (C^d + M^d)^(1/d), d = resident programs x pipeline stages per core
                      (the sum for one unpipelined program, tending to max(C, M));
-* plus the launch overhead.
+* plus a dot kernel's epilogue store (after its K loop, not overlapped) and the launch overhead;
+* accesses Triton cannot vectorise (rows not 16-element aligned) move bytes at
+  ``UNVECTORIZED_EFF`` of the bandwidth.
 
 Invalid configs get +inf and a reason code (:mod:`.occupancy`).  The result keeps each
 bound's time (the breakdown) so the search can be told why a kernel is slow.
@@ -26,7 +28,11 @@ from .memory import traffic
 from .occupancy import occupancy
 
 #: Breakdown components that can bound a launch, in report order.
-BOUNDS = ("compute-matrix", "shared-memory", "compute-vector", "dram", "l2", "latency", "launch")
+BOUNDS = ("compute-matrix", "shared-memory", "compute-vector", "dram", "l2", "latency", "epilogue", "launch")
+#: Bandwidth share left to accesses Triton cannot vectorise (rows not 16-element aligned, see
+#: alignment.py): element-wide loads and 4-byte cp.async copies instead of 16-byte ones.
+#: Approx: an assumption; no row of the fidelity datasets pins it.
+UNVECTORIZED_EFF = 0.7
 
 
 def _col(values) -> np.ndarray:
@@ -95,10 +101,11 @@ class ModelOutput:
 
 
 def evaluate(feat: LaunchFeatures, rows: np.ndarray, warps: np.ndarray, stages: np.ndarray,
-             hw: HardwareArrays, pad: np.ndarray | None = None) -> ModelOutput:
+             hw: HardwareArrays, pad: np.ndarray | None = None, compiled=None) -> ModelOutput:
     """Latency of launches ``feat[rows]`` run with (warps, stages) on every hardware in *hw*.
 
     *pad* is ``feat.padded_flop_factor(hw.granules)`` (computed here when not given).
+    *compiled*: the compiler's figures per point (:class:`~.occupancy.CompiledArrays`), or None.
     """
     rows = np.asarray(rows, dtype=np.int64)
     if pad is None:
@@ -108,17 +115,23 @@ def evaluate(feat: LaunchFeatures, rows: np.ndarray, warps: np.ndarray, stages: 
         return np.asarray(a, dtype=float)[rows][None, :]
 
     warps = np.asarray(warps, dtype=float)[None, :]
+    vec_penalty = 1.0 + f(feat.scalar_share) * (1.0 / UNVECTORIZED_EFF - 1.0)
     stages = np.asarray(stages, dtype=float)[None, :]
     has_dot = (feat.dot_flops_total > 0)[rows][None, :]
     P = f(feat.programs)
     raw_trips = f(feat.loop_trips)
     trips = np.maximum(raw_trips, 1.0)
-    s_eff = np.where(has_dot & (raw_trips > 1), np.maximum(stages, 1.0), hw.auto_buffers)
+    # num_stages pipelines the loads that feed dots (their operand tiles, loaded from memory); the
+    # loop's other loads keep the backend's automatic buffering: the credit is the fed share of a trip.
+    trip_loads = f(feat.load_bytes) / trips
+    fed = np.clip(f(feat.dot_operand_bytes) / np.maximum(trip_loads, 1.0), 0.0, 1.0)
+    s_eff = np.where(has_dot & (raw_trips > 1),
+                     fed * np.maximum(stages, 1.0) + (1.0 - fed) * hw.auto_buffers, hw.auto_buffers)
 
     occ = occupancy(hw, has_dot=has_dot, warps=warps, stages=stages, dot_operand_bytes=f(feat.dot_operand_bytes),
                     max_block_elems=f(feat.max_block_elems), a_tile_bytes=f(feat.a_tile_bytes),
                     b_tile_bytes=f(feat.b_tile_bytes), c_tile_elems=f(feat.c_tile_elems),
-                    vec_buffers=hw.auto_buffers)
+                    vec_buffers=hw.auto_buffers, compiled=compiled)
     pc = np.where(has_dot, hw.cores_dot, hw.cores_vec)
     c_used = np.minimum(pc, P)
     n_core = np.ceil(P / c_used)
@@ -130,7 +143,7 @@ def evaluate(feat: LaunchFeatures, rows: np.ndarray, warps: np.ndarray, stages: 
     # ---- compute per core ----
     flops = feat.dot_flops[rows]                                       # [N, D]
     mat_prog = np.einsum("nd,hnd,hd->hn", flops, pad[:, rows, :], 1.0 / hw.matrix_rate) * hw.cores_dot
-    smem_prog = f(feat.dot_flops_total * feat.operand_bytes_per_flop) / hw.smem_bw
+    smem_prog = f(feat.dot_flops_total * feat.operand_bytes_per_flop) / hw.smem_bw * vec_penalty
     spill_prog = occ.spill_bytes_per_trip * trips / hw.smem_bw          # local-memory traffic through L1, serial
     vec_prog = ((f(feat.elementwise_ops) + f(feat.reduction_elems)) / (hw.vec_lanes / pc)
                 + f(feat.transcendental_ops) / (hw.sfu / pc))
@@ -145,25 +158,36 @@ def evaluate(feat: LaunchFeatures, rows: np.ndarray, warps: np.ndarray, stages: 
                  unique_load_bytes=f(feat.unique_load_bytes), unique_store_bytes=f(feat.unique_store_bytes),
                  footprint=feat.footprint[rows], footprint_total=f(feat.footprint_total),
                  l1_free=l1_free, l2_capacity=hw.l2_cap)
-    t_dram = (tr.dram_read + tr.dram_write) / hw.dram_bw
+    # A dot kernel stores its output tile after its K loop: that store does not overlap the math
+    # (KernelBench L1-7/L1-9, GEMMs with K = 64 / 32: compute + C store at the copy bandwidth).
+    serial_write = np.where(has_dot, tr.dram_write, 0.0)
+    t_epilogue = serial_write / hw.dram_bw * vec_penalty
+    t_dram = (tr.dram_read + tr.dram_write - serial_write) / hw.dram_bw * vec_penalty
     l2_slices = tr.l2_bytes + tr.dram_read + tr.dram_write           # hits, and the fills / write-backs of misses
-    t_l2 = np.maximum(l2_slices / hw.l2_bw, n_core * tr.l2_bytes_per_program / hw.port_bw)
+    t_l2 = np.maximum(l2_slices / hw.l2_bw, n_core * imbalance * tr.l2_bytes_per_program / hw.port_bw) * vec_penalty
     latency_each = hw.lat_l2 + tr.miss_ratio * (hw.lat_dram - hw.lat_l2)
-    t_lat = np.ceil(n_core / r_eff) * np.maximum(1.0, trips / s_eff) * latency_each
+    # the memory latency chain: waves of programs, and never shorter than the longest program's own
+    t_lat = np.maximum(np.ceil(n_core / r_eff) * np.maximum(1.0, trips / s_eff),
+                       np.maximum(1.0, f(feat.max_loop_trips) / s_eff)) * latency_each
     t_memory = np.maximum(np.maximum(t_dram, t_l2), t_lat)
 
-    # Compute and memory overlap through d = resident programs x pipeline stages independent
-    # streams per core: T = (C^d + M^d)^(1/d), the sum when d = 1, tending to the max.
-    d = np.maximum(r_eff * s_eff, 1.0)
+    # Compute and memory overlap through d independent streams per core: resident programs x
+    # pipeline stages, x warps beyond one per scheduler outside dot loops (there a program's
+    # warps run unsynchronised between barriers; in a dot loop every stage is a barrier):
+    # T = (C^d + M^d)^(1/d), the sum when d = 1, tending to the max.
+    warp_streams = np.where(has_dot, 1.0, np.maximum(1.0, warps / hw.sched))
+    d = np.maximum(r_eff * s_eff * warp_streams, 1.0)
     hi = np.maximum(t_compute, t_memory)
     lo_ratio = np.minimum(t_compute, t_memory) / np.where(hi > 0, hi, 1.0)
     body = hi * (1.0 + lo_ratio ** d) ** (1.0 / d)
     exposed = body - hi
+    body = body + t_epilogue
     launch = hw.launch * np.ones_like(body)
     latency = np.where(occ.reason == 0, body + launch, np.inf)
 
     components = {"compute-matrix": t_mat, "shared-memory": t_smem, "compute-vector": t_vec,
-                  "dram": t_dram, "l2": t_l2, "latency": t_lat, "launch": launch, "overlap-loss": exposed}
+                  "dram": t_dram, "l2": t_l2, "latency": t_lat, "epilogue": t_epilogue, "launch": launch,
+                  "overlap-loss": exposed}
     bound = np.stack([components[b] for b in BOUNDS]).argmax(axis=0)
     details = {"resident": r_eff * 1.0, "resident_max": occ.resident, "limiter": occ.limiter.astype(float), "programs": P * np.ones_like(body),
                "cores_used": c_used * np.ones_like(body), "concurrent": W, "dram_read": tr.dram_read,

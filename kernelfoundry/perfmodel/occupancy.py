@@ -6,7 +6,9 @@ registers per thread from the largest block tensor spread over the program's thr
 resident programs = the tightest of shared memory, registers, threads and the block
 limit.  NPUs (Ascend): one program per core at a time; dot tiles must fit L0A / L0B /
 L0C, the pipelined operand stages L1, and live vector blocks the Unified Buffer.
-A config that does not fit is invalid (+inf latency) with a reason code.
+A config that does not fit is invalid (+inf latency) with a reason code.  Where the
+compile gate compiled a config, the compiler's registers, shared memory and spills
+replace the estimates (:class:`CompiledArrays`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,15 @@ ACC_BYTES = 4       # fp32 accumulators / block registers
 
 
 @dataclass
+class CompiledArrays:
+    """The compiler's figures per [hardware, point]; NaN where the point's config was not compiled."""
+
+    registers: np.ndarray        # 32-bit registers per thread (AMD: VGPRs per lane)
+    shared_bytes: np.ndarray     # shared memory / LDS per program, every pipeline stage included
+    spill_bytes: np.ndarray      # local-memory bytes stored + reloaded per thread (ptxas), per loop trip
+
+
+@dataclass
 class Occupancy:
     """Per [H, N]: resident programs, threads, registers, smem and spills; the reason code."""
 
@@ -42,8 +53,13 @@ class Occupancy:
 
 
 def occupancy(hw, *, has_dot, warps, stages, dot_operand_bytes, max_block_elems,
-              a_tile_bytes, b_tile_bytes, c_tile_elems, vec_buffers) -> Occupancy:
-    """Resident programs per core and validity; *hw* is a :class:`~.model.HardwareArrays`."""
+              a_tile_bytes, b_tile_bytes, c_tile_elems, vec_buffers, compiled=None) -> Occupancy:
+    """Resident programs per core and validity; *hw* is a :class:`~.model.HardwareArrays`.
+
+    *compiled*: a :class:`CompiledArrays` ([H, N], NaN where no compiled config exists): the
+    compiler's registers per thread, shared memory per program and spill bytes per thread replace
+    the estimates below wherever they are known.
+    """
     shape = np.broadcast_shapes(hw.cores.shape, np.shape(warps))
     reason = np.zeros(shape, dtype=np.int8)
     stages = np.maximum(stages, 1)
@@ -57,6 +73,12 @@ def occupancy(hw, *, has_dot, warps, stages, dot_operand_bytes, max_block_elems,
     cap = np.minimum(hw.max_regs, np.floor(hw.regs_core / np.maximum(threads, 1) / 8.0) * 8.0)
     regs = np.minimum(np.ceil(need / 8.0) * 8.0, cap)
     spill_regs = np.maximum(need - cap, 0.0)
+    spill_bytes = spill_regs * 4.0 * threads * 2.0                    # store + reload per trip
+    if compiled is not None:
+        known = np.isfinite(compiled.registers)
+        regs = np.where(known, np.minimum(np.ceil(np.nan_to_num(compiled.registers) / 8.0) * 8.0, hw.max_regs), regs)
+        spill_bytes = np.where(known, np.nan_to_num(compiled.spill_bytes) * threads, spill_bytes)
+        smem = np.where(np.isfinite(compiled.shared_bytes), np.nan_to_num(compiled.shared_bytes), smem)
     r_block = hw.max_programs * np.ones(shape)
     r_smem = np.where(smem > 0, np.floor(hw.smem_core / np.maximum(smem, 1.0)), np.inf)
     r_thr = np.floor(hw.max_threads_core / np.maximum(threads, 1))
@@ -79,7 +101,7 @@ def occupancy(hw, *, has_dot, warps, stages, dot_operand_bytes, max_block_elems,
         reason = np.where(npu & (reason == OK) & bad, code, reason)
 
     resident = np.where(hw.is_npu, 1.0, np.maximum(gpu_res, 1.0))
-    spill = np.where(hw.is_npu, 0.0, spill_regs * 4.0 * threads * 2.0)   # store + reload per trip
+    spill = np.where(hw.is_npu, 0.0, spill_bytes)
     return Occupancy(resident=resident, threads=np.where(hw.is_npu, 1.0, threads) * np.ones(shape),
                      smem_bytes=np.where(hw.is_npu, 0.0, smem), spill_bytes_per_trip=spill,
                      reason=reason, limiter=np.where(hw.is_npu, 0, gpu_lim))

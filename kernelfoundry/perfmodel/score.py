@@ -22,6 +22,7 @@ import numpy as np
 from ..candidate import config_key
 from ..evaluate.records import ConfigTrace, HardwareScore
 from ..task import Task
+from .alignment import unaligned_bytes
 from .baseline import baseline, profile_reference
 from .feedback import shape_feedback
 from .hardware import resolve_hardware
@@ -40,6 +41,7 @@ class ScoreResult:
     table: list[dict[str, Any]] = field(default_factory=list)   # best config per (hardware, shape)
     configs_evaluated: int = 0
     sampled: bool = False
+    ranked: dict[str, list[dict[str, Any]]] = field(default_factory=dict)   # per hardware, best first (top 16)
 
     def to_dict(self) -> dict[str, Any]:
         return {"objective": self.objective, "hardware": {k: v.to_dict() for k, v in self.hardware.items()},
@@ -57,9 +59,20 @@ def _geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
+RANKED = 16
+
+
 def score_candidate(task: Task, traces: list[ConfigTrace], param_space: dict, hardware: list[str], *,
-                    seed: int = 0, max_configs: int = 4096) -> ScoreResult:
-    """Tune and score a candidate from its traces; see the module docstring."""
+                    seed: int = 0, max_configs: int = 4096,
+                    exclude: dict[str, set[str]] | None = None,
+                    compiled: dict[str, dict[str, list[dict]]] | None = None) -> ScoreResult:
+    """Tune and score a candidate from its traces; see the module docstring.
+
+    *exclude* maps a hardware name to config keys (``config_key``) that cannot run there (they
+    did not compile for it): they are never picked for that hardware.  *compiled* maps a hardware
+    name and a config key to the compiler's resources of each launch (the compile gate's): they
+    replace the model's register, shared-memory and spill estimates for that config.
+    """
     specs = resolve_hardware(list(hardware))
     names = [s.name for s in specs]
     if not traces:
@@ -68,17 +81,28 @@ def score_candidate(task: Task, traces: list[ConfigTrace], param_space: dict, ha
     hw = HardwareArrays(specs)
     plan = plan_configs([t.config for t in traces], param_space, cap=max_configs, seed=seed)
     shape_ids = sorted({t.shape_index for t in traces})
-    sweeps = {i: sweep(plan, [t for t in traces if t.shape_index == i], hw) for i in shape_ids}
     shapes = {i: (task.target_shapes[i] if i < len(task.target_shapes)
                   else next(t.shape for t in traces if t.shape_index == i)) for i in shape_ids}
+    sweeps = {i: sweep(plan, [t for t in traces if t.shape_index == i], hw, unaligned_bytes(task, shapes[i]),
+                       compiled=compiled)
+              for i in shape_ids}
 
     scores: dict[str, HardwareScore] = {}
     table, lines, speedups, best_all = [], [], [], []
+    ranked: dict[str, list[dict[str, Any]]] = {}
+    keys = [config_key(c) for c in plan.configs]
     for h, spec in enumerate(specs):
+        banned = (exclude or {}).get(spec.name)
+        if banned:
+            mask = np.array([k in banned for k in keys])
+            for i in shape_ids:
+                sweeps[i].latency[h, mask] = np.inf
         lat = np.stack([sweeps[i].latency[h] for i in shape_ids])          # [S, C]
         with np.errstate(divide="ignore"):
             across = np.exp(np.mean(np.log(lat), axis=0))
         best_c = int(np.argmin(across)) if np.isfinite(across).any() else None
+        order = [int(c) for c in np.argsort(across, kind="stable")[:RANKED] if np.isfinite(across[c])]
+        ranked[spec.name] = [dict(plan.configs[c]) for c in order]
         per_shape, hw_lines = [], []
         for s_pos, i in enumerate(shape_ids):
             out = sweeps[i]
@@ -121,4 +145,4 @@ def score_candidate(task: Task, traces: list[ConfigTrace], param_space: dict, ha
                + (" (seeded sample)" if plan.sampled else "") + ".")
     return ScoreResult(objective=objective, hardware=scores, best_configs=list(distinct.values()),
                        feedback="\n".join([summary] + lines), table=table, configs_evaluated=len(plan),
-                       sampled=plan.sampled)
+                       sampled=plan.sampled, ranked=ranked)

@@ -17,7 +17,7 @@ from ..candidate import HINT_PARAMS, config_key
 from ..evaluate.records import ConfigTrace
 from .features import launch_features
 from .model import HardwareArrays, ModelOutput, evaluate, sum_launches
-from .occupancy import REASONS
+from .occupancy import REASONS, CompiledArrays
 
 #: Triton's launch defaults, used when PARAMS does not list a hint.
 HINT_DEFAULTS = {"num_warps": 4, "num_stages": 3}
@@ -74,8 +74,33 @@ NOT_TRACED = len(REASONS)
 REASON_TEXT = REASONS + ("not traced at this shape",)
 
 
-def sweep(plan: TuningPlan, traces: list[ConfigTrace], hw: HardwareArrays) -> ModelOutput:
-    """Evaluate every config of *plan* at one shape (its *traces*) on every hardware: [H, C]."""
+def compiled_arrays(compiled: dict[str, dict[str, list[dict]]] | None, hw: HardwareArrays,
+                    point_configs: list[str], point_launch: np.ndarray) -> CompiledArrays | None:
+    """The compiler's figures per [hardware, point] (NaN where unknown), from *compiled*:
+    hardware name -> config key -> per-launch ``CompiledResources`` dicts, in launch order."""
+    if not compiled:
+        return None
+    shape = (len(hw.names), len(point_configs))
+    regs, smem, spill = np.full(shape, np.nan), np.full(shape, np.nan), np.full(shape, np.nan)
+    for h, name in enumerate(hw.names):
+        per_config = compiled.get(name) or {}
+        for p, (key, j) in enumerate(zip(point_configs, point_launch)):
+            launches = per_config.get(key)
+            if launches and j < len(launches) and launches[j]:
+                r = launches[j]
+                regs[h, p] = float(r.get("registers", np.nan))
+                smem[h, p] = float(r.get("shared_bytes", np.nan))
+                spill[h, p] = float(r.get("spill_store_bytes", 0) + r.get("spill_load_bytes", 0))
+    return CompiledArrays(registers=regs, shared_bytes=smem, spill_bytes=spill)
+
+
+def sweep(plan: TuningPlan, traces: list[ConfigTrace], hw: HardwareArrays,
+          unaligned: frozenset[int] = frozenset(), compiled: dict[str, dict[str, list[dict]]] | None = None
+          ) -> ModelOutput:
+    """Evaluate every config of *plan* at one shape (its *traces*) on every hardware: [H, C].
+
+    *unaligned*: storage sizes of tensors Triton cannot vectorise (:mod:`.alignment`).
+    *compiled*: the compile gate's resources per hardware and config key (see :func:`compiled_arrays`)."""
     by_key = {config_key(t.config): t for t in traces}
     launches, rows_of = [], {}
     for key, trace in by_key.items():
@@ -90,12 +115,17 @@ def sweep(plan: TuningPlan, traces: list[ConfigTrace], hw: HardwareArrays) -> Mo
     full_bound = np.zeros((H, C), dtype=np.int64)
     if len(live) == 0:
         return ModelOutput(latency=full_latency, reason=full_reason, bound=full_bound, components={}, details={})
-    feat = launch_features(launches)
+    feat = launch_features(launches, unaligned)
     counts = np.array([len(rows_of[keys[plan.kernel_index[c]]]) for c in live])
     rows = np.concatenate([rows_of[keys[plan.kernel_index[c]]] for c in live])
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    arrays = None
+    if compiled:
+        point_configs = [config_key(plan.configs[c]) for c, n in zip(live, counts) for _ in range(n)]
+        point_launch = np.concatenate([np.arange(n) for n in counts])
+        arrays = compiled_arrays(compiled, hw, point_configs, point_launch)
     out = evaluate(feat, rows, np.repeat(plan.warps[live], counts), np.repeat(plan.stages[live], counts), hw,
-                   pad=feat.padded_flop_factor(hw.granules))
+                   pad=feat.padded_flop_factor(hw.granules), compiled=arrays)
     out = sum_launches(out, starts)
 
     def scatter(a, fill):

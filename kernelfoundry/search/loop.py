@@ -311,6 +311,7 @@ class SearchDriver:
         if self.prompt_pool is not None:
             extra["prompts"] = self.prompt_pool.summary()
             self.store.save_prompts(self.prompt_pool.to_records())
+        extra["model_error"] = _model_error(self.task, list(self.settings.hardware))
         summary = self.stats.summary(task=self.task.name, archive=self.archive, hardware=self.settings.hardware,
                                      budget=self.settings.budget, extra=extra)
         self.store.set_meta("jobs_issued", self.job_counter)
@@ -321,3 +322,12 @@ class SearchDriver:
         write_json_atomic(self.run_dir / SUMMARY_NAME, summary)
         self.last_summary = time.time()
         return summary
+
+
+def _model_error(task, hardware: list[str]) -> dict | None:
+    """Objectives are predictions: the model's measured error band per hardware (docs/fidelity.md)."""
+    try:
+        from ..fidelity import model_error_summary
+        return model_error_summary(task, hardware)
+    except Exception:  # noqa: BLE001 - the summary must not fail over an annotation
+        return None

@@ -50,7 +50,7 @@ LEGIT_EXTRAS = {
     "grid lambda, views, asserts, metadata": '''
 def launch(x, *, BLOCK, num_warps, num_stages):
     assert x.is_contiguous() and x.dim() == 2, "x must be a contiguous matrix"
-    x = x.contiguous().view(-1)
+    x = x.view(-1)
     n = x.numel() if x.shape[0] > 0 else 0
     y = x.new_empty(x.shape)
     grid = lambda meta: (triton.cdiv(n, meta["BLOCK"]),)
@@ -87,7 +87,7 @@ def tanh_kernel(x_ptr, n, BLOCK: tl.constexpr):
 
 LEGIT_EXTRAS["transposed views and a grid function"] = '''
 def launch(x, *, BLOCK, num_warps, num_stages):
-    xt = x.t().contiguous() if x.dim() == 2 else x
+    xt = x.t() if x.dim() == 2 else x
     parts = x.chunk(1)
     y = torch.empty_like(parts[0].T.mT)
 
@@ -118,7 +118,7 @@ HOSTILE = [
     ("open file", GOOD_LAUNCH.replace("return y", "open('/tmp/x', 'w').write('1')\n    return y"), "builtin", "`open`"),
     ("getattr on module", GOOD_LAUNCH.replace("return y", "getattr(torch, 'soft' + 'max')(x, -1)\n    return y"),
      "builtin", "`getattr`"),
-    ("__import__", GOOD_LAUNCH.replace("return y", "__import__('os').system('id')\n    return y"), "builtin", "__import__"),
+    ("__import__", GOOD_LAUNCH.replace("return y", "__import__('os').system('id')\n    return y"), "dunder", "__import__"),
     ("dunder class walk", GOOD_LAUNCH.replace("return y", "k = ().__class__.__bases__[0].__subclasses__()\n    return y"),
      "dunder", "__class__"),
     ("globals via function", GOOD_LAUNCH.replace("return y", "g = launch.__globals__\n    return y"), "dunder", "__globals__"),
@@ -149,7 +149,7 @@ HOSTILE = [
     ("lru_cache", "import functools\n" + GOOD_LAUNCH.replace("def launch", "@functools.lru_cache\ndef launch"),
      "decorator", "lru_cache"),
     ("autotune", GOOD_LAUNCH.replace("def launch", "@triton.autotune(configs=[], key=[])\ndef launch"),
-     "module-member", "autotune"),
+     "decorator", "autotune"),
     ("try fallback", GOOD_LAUNCH.replace("    return y", "    try:\n        return y\n    except Exception:\n"
                                         "        return torch.empty_like(x)"), "try", "try/except"),
     ("while True", GOOD_LAUNCH.replace("    return y", "    while True:\n        pass\n    return y"), "loop", "while True"),
@@ -167,7 +167,8 @@ HOSTILE = [
      + GOOD_LAUNCH, "attribute", ".handle"),
     ("PARAMS used as cache", GOOD_LAUNCH.replace("return y", "PARAMS.setdefault('out', y)\n    return y"), "params", "PARAMS"),
     ("with block", GOOD_LAUNCH.replace("    y = ", "    with torch.no_grad():\n        pass\n    y = "), "statement", "with"),
-    ("format string escape", GOOD_LAUNCH.replace("return y", "s = '{0.__class__}'.format(n)\n    return y"), "dunder", "format fields"),
+    ("format string escape", GOOD_LAUNCH.replace("return y", "s = '{0.__class__}'.format(n)\n    return y"), "attribute",
+     ".format"),
 ]
 
 
@@ -202,7 +203,7 @@ def test_huge_or_deep_sources_are_refused_not_crashing():
 
 
 MORE_HOSTILE = [
-    ("torch.Tensor method", GOOD_LAUNCH.replace("return y", "return torch.Tensor.softmax(x, -1)"), "module-member"),
+    ("torch.Tensor method", GOOD_LAUNCH.replace("return y", "return torch.Tensor.softmax(x, -1)"), "attribute"),
     ("sum over list of rows", GOOD_LAUNCH.replace("return y", "rows = list(x)\n    s = sum(rows)\n    return y"),
      "host-compute"),
     ("typing evaluates strings", "import typing\n" + GOOD_LAUNCH.replace(
@@ -272,4 +273,4 @@ def test_tensor_descriptors_allowed_other_triton_tools_not():
         "TensorDescriptor.from_tensor", "triton.tools.tensor_descriptor.TensorDescriptor.from_tensor")
     assert find_violations(dotted_use) == []
     assert "module-member" in rules("import triton\nX = triton.tools.disasm\n" + GOOD_LAUNCH)
-    assert "import" in rules("from triton.tools import disasm\n" + GOOD_LAUNCH)
+    assert "module-member" in rules("from triton.tools import disasm\n" + GOOD_LAUNCH)

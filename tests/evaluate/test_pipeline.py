@@ -10,7 +10,10 @@ import pytest
 
 from kernelfoundry.errors import HardwareError
 from kernelfoundry.evaluate import pipeline
-from kernelfoundry.evaluate.pipeline import (default_limits, read_child_result, sandbox_failure, verify)
+from kernelfoundry.evaluate.channel import BlobReader
+from kernelfoundry.evaluate.correctness import Judge, plan_runs
+from kernelfoundry.evaluate.pipeline import (default_limits, judge_checks, judge_trace, read_job, sandbox_failure,
+                                             verify)
 from kernelfoundry.evaluate.sandbox import GiB, SandboxOutcome
 from kernelfoundry.task import load_task
 
@@ -49,7 +52,7 @@ def test_unknown_hardware_is_a_user_error(no_sandbox):
 def test_payload_configs_and_tune_off(monkeypatch):
     seen = []
 
-    def fake(module, payload, limits, mode=None):
+    def fake(module, payload, limits, mode=None, extra_files=()):
         seen.append((module, payload, limits))
         return SandboxOutcome(ok=False, result=None, reason="exited with code 1 before writing a result",
                               exit_code=1)
@@ -65,6 +68,8 @@ def test_payload_configs_and_tune_off(monkeypatch):
     assert first["hints"] == {"num_warps": 4, "num_stages": 1}
     assert 0 < first["launch_timeout_s"] < first["trace_timeout_s"] < limits.wall_s
     assert first["task"]["name"] == "softmax" and first["source"] == source
+    assert "torch.softmax" not in first["task"]["reference"] and first["kind"] == "check"   # no reference inside
+    assert first["runs"] and first["probe_configs"] == [{"BLOCK_N": 256}, {"BLOCK_N": 512}]
 
 
 def test_default_limits_hold_the_target_tensors():
@@ -77,31 +82,56 @@ def _outcome(result, **kw):
     return SandboxOutcome(ok=True, result=result, reason="", exit_code=0, **kw)
 
 
-GOOD_TRACE = {"shape_index": 0, "shape": {"M": 4096, "N": 393216}, "config": {"BLOCK_N": 256}, "launches": []}
+LOAD_OK = {"name": "load", "passed": True, "reason": ""}
 
 
 @pytest.mark.parametrize("result,text", [
-    ({"gates": [{"name": "correctness", "passed": True}], "traces": []}, "unexpected gates"),
-    ({"gates": [{"name": "load", "passed": False}, {"name": "correctness", "passed": True}]}, "later gates ran"),
-    ({"gates": [{"name": "load", "passed": True}, {"name": "correctness", "passed": True},
-                {"name": "trace", "passed": True}], "traces": []}, "no trace came back"),
-    ({"gates": [{"name": "load", "passed": True}, {"name": "correctness", "passed": True},
-                {"name": "trace", "passed": True}], "traces": [dict(GOOD_TRACE, config={"BLOCK_N": 8})]},
-     "was not asked for"),
-    ({"gates": [{"name": "load", "passed": "yes"}]}, "unexpected gates"),
+    ({"gates": [{"name": "correctness", "passed": True, "reason": ""}]}, "unexpected gates"),
+    ({"gates": [LOAD_OK, {"name": "correctness", "passed": True, "reason": ""}], "check": {}}, "unexpected gates"),
+    ({"gates": [LOAD_OK]}, "no check report"),
+    ({"gates": [{"name": "load", "passed": "yes", "reason": ""}], "check": {}}, "unexpected gates"),
     ({"gates": "all good"}, "malformed"),
 ])
 def test_forged_or_malformed_child_results_fail(result, text):
-    gates, traces, failure = read_child_result(_outcome(result), [{"BLOCK_N": 256}], 1)
-    assert failure is not None and failure.name == "sandbox" and text in failure.reason
+    gates, report = read_job(_outcome(result), "check")
+    assert report is None and gates[0].name == "sandbox" and text in gates[0].reason
 
 
-def test_valid_child_result_is_accepted():
-    result = {"gates": [{"name": "load", "passed": True}, {"name": "correctness", "passed": True},
-                        {"name": "trace", "passed": True}], "traces": [GOOD_TRACE]}
-    gates, traces, failure = read_child_result(_outcome(result), [{"BLOCK_N": 256}], 1)
-    assert failure is None and [g.name for g in gates] == ["load", "correctness", "trace"]
-    assert traces[0].config == {"BLOCK_N": 256}
+def test_a_failed_load_is_the_childs_verdict():
+    gates, report = read_job(_outcome({"gates": [{"name": "load", "passed": False, "reason": "no launch"}]}), "check")
+    assert [g.name for g in gates] == ["load"] and not gates[0].passed and report is not None
+
+
+GOOD_TRACE = {"shape_index": 0, "shape": {"M": 4096, "N": 393216}, "config": {"BLOCK_N": 256}, "launches": []}
+
+
+@pytest.mark.parametrize("report,text", [
+    ({"traces": [dict(GOOD_TRACE, config={"BLOCK_N": 8})], "error": None}, "was not asked for"),
+    ({"traces": [], "error": None}, "traces are missing"),
+    ({"traces": "x", "error": None}, "no trace list"),
+    ({"traces": [dict(GOOD_TRACE, launches=[{"kernel": "k", "grid": [1, 1, 1], "num_programs": 5}])],
+      "error": None}, "disagrees with its grid"),
+    ({"traces": [dict(GOOD_TRACE, launches=[{"kernel": "k", "grid": [1, 1, 1], "num_programs": 1, "tensors": [],
+                                             "programs": [{"pid": 0, "accesses": [0, "object", [6]]}]}])],
+      "error": None}, "not allowed"),
+    ({"traces": [dict(GOOD_TRACE, launches=[{"kernel": "k", "grid": [1, 1, 1], "num_programs": 1, "tensors": [],
+                                             "programs": [{"pid": 0, "accesses": [0, "int64", [6]]}]}])],
+      "error": None}, "lies outside"),
+])
+def test_forged_traces_fail_the_sandbox_gate(report, text):
+    gate, traces = judge_trace(report, _outcome({}), [{"BLOCK_N": 256}], 1)
+    assert gate.name == "sandbox" and not gate.passed and text in gate.reason, gate.reason
+
+
+def test_forged_check_reports_fail_the_sandbox_gate():
+    plan = plan_runs(SOFTMAX, [{"BLOCK_N": 256}], seed=3)
+    gate = judge_checks(SOFTMAX, plan, {"runs": [{}] * (len(plan) + 1)}, _outcome({}), seed=3)
+    assert gate.name == "sandbox" and "more runs than were planned" in gate.reason
+    gate = judge_checks(SOFTMAX, plan, {"runs": [], "failed_run": None, "error": None}, _outcome({}), seed=3)
+    assert gate.name == "sandbox" and "missing" in gate.reason
+    lie = {"runs": [{"inputs_before": ["0" * 32], "inputs_after": [], "outputs": []}]}
+    gate = judge_checks(SOFTMAX, plan, lie, _outcome({}), seed=3)
+    assert gate.name == "sandbox" and "inputs differ" in gate.reason
 
 
 def test_killed_child_is_attributed_to_its_last_gate():
@@ -113,8 +143,8 @@ def test_killed_child_is_attributed_to_its_last_gate():
                              signal=11, output_tail="Fatal Python error: Segmentation fault\n")
     gate = sandbox_failure(crashed)
     assert gate.name == "sandbox" and "signal 11" in gate.reason and "Segmentation fault" in gate.reason
-    errored = _outcome({"gates": [], "traces": [], "error": "KeyError: 'task'"}, progress="load")
-    assert read_child_result(errored, [], 1)[2].name == "load"
+    errored = _outcome({"gates": [], "error": "KeyError: 'task'"}, progress="load")
+    assert read_job(errored, "check")[0][0].name == "load"
 
 
 def test_seed_end_to_end():
@@ -124,11 +154,14 @@ def test_seed_end_to_end():
     assert names[:4] == ["hack", "load", "correctness", "trace"], r.reason
     assert all(g.passed for g in r.gates[:4]), r.reason
     assert r.traces and {t.config["BLOCK_M"] for t in r.traces} == {16, 32}
+    assert r.gates[2].details["runs"] > 12 and r.gates[2].details["span_runs"] == 0   # spans run in confirm
     assert r.param_space["BLOCK_M"] == [16, 32]
     if not HAS_MODEL:
         assert r.gate == "model" and "not available" in r.reason
         return
     assert r.passed and r.gate is None and names[4] == "model", r.reason
+    confirm = next(g for g in r.gates if g.name == "confirm")
+    assert confirm.passed and confirm.details["span_runs"] >= 1 and confirm.details["picked"]
     assert r.objective is not None and r.objective > 0
     assert set(r.hardware) == {"h100", "ascend910b2"}
     for score in r.hardware.values():

@@ -1,22 +1,21 @@
-"""The trace gate: counts against hand-computed values, sampling, wave footprint, failures, child entry."""
+"""The trace gate: counts against hand-computed values, sampling, wave footprint, integrity, failures."""
 
 import os
 
 os.environ["TRITON_INTERPRET"] = "1"   # before anything imports triton
 
 import json
+import random
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from kernelfoundry.candidate import HINT_PARAMS, parse_param_space
-from kernelfoundry.evaluate.child import ensure_interpreter, main, run_checks
-from kernelfoundry.evaluate.records import ConfigTrace
-from kernelfoundry.evaluate.trace import trace_candidate
-from kernelfoundry.evaluate.trace_loops import HELPER_NAME, rewrite_loops, trip_plan
+from kernelfoundry.evaluate.child import main
+from kernelfoundry.evaluate.inprocess import check_trusted, trace_trusted
+from kernelfoundry.evaluate.job import child_task
+from kernelfoundry.evaluate.trace_loops import trip_plan, trip_weight
 from kernelfoundry.task import load_task, task_from_dict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,28 +31,18 @@ MATMUL = load_task(ROOT / "experiments" / "tasks" / "matmul.yaml")
 
 
 def trace(source, task, configs, *, trace_programs=4, timeout=60.0, expect_pass=True):
-    ensure_interpreter()
-    space = parse_param_space(source)
-    hints = {name: space[name][0] for name in HINT_PARAMS if name in space}
-    with tempfile.TemporaryDirectory() as tmp:
-        gate, traces = trace_candidate(source, task, Path(tmp), kernel_configs=configs, hints=hints, seed=11,
-                                       trace_programs=trace_programs, timeout=timeout)
+    gate, traces = trace_trusted(source, task, configs, seed=11, trace_programs=trace_programs, timeout=timeout)
     assert gate.passed == expect_pass, gate.reason
     return traces if expect_pass else gate
 
 
-def test_rewrite_wraps_only_jit_loops_and_keeps_line_numbers():
-    source = (KERNELS / "nested_loops.py").read_text() + "\ndef host():\n    for i in range(3):\n        pass\n"
-    rewritten = rewrite_loops(source)
-    assert rewritten.count("\n") == source.count("\n")
-    assert rewritten.count(f"{HELPER_NAME}(") == 2
-    assert f"for i in {HELPER_NAME}(range(OUTER)):" in rewritten and "    for i in range(3):" in rewritten
-
-
-def test_trip_plan_runs_first_second_and_last_trip_weighted_to_the_full_count():
-    assert trip_plan(3) == [(0, 1.0), (1, 1.0), (2, 1.0)]
-    assert trip_plan(128) == [(0, 1.0), (1, 126.0), (127, 1.0)]
-    assert sum(w for _, w in trip_plan(1536)) == 1536
+def test_trip_plan_samples_random_middle_trips_weighted_to_the_full_count():
+    assert trip_plan(6, random.Random(0)) == [0, 1, 2, 3, 4, 5]
+    plans = {tuple(trip_plan(128, random.Random(seed))) for seed in range(20)}
+    assert len(plans) > 10, "middle trips must vary with the seed (a kernel cannot know which are looked at)"
+    for plan in plans:       # trips 0 and 1 (the witness), three random middle trips, the last
+        assert plan[:2] == (0, 1) and plan[-1] == 127 and len(plan) == 6 and list(plan) == sorted(set(plan))
+        assert sum(trip_weight(128, list(plan), i) for i in plan) == pytest.approx(128)
 
 
 @pytest.mark.parametrize("block", [256, 1024])
@@ -81,10 +70,12 @@ def test_nested_loop_weights_multiply_and_rereads_add_no_footprint():
         "shapes": {"check": [{}], "target": [{}]}, "seeds": [str(KERNELS / "nested_loops.py")]})
     (config_trace,) = trace((KERNELS / "nested_loops.py").read_text(), task, [{"BLOCK": 32}])
     launch = config_trace.launches[0]
-    assert launch.loop_trips == 5 + 5 * 7
-    assert launch.traffic["x_ptr"].load_bytes == 35 * 128 and launch.traffic["x_ptr"].unique_load_bytes == 35 * 128
-    assert launch.traffic["bias_ptr"].load_bytes == 35 * 128 and launch.traffic["bias_ptr"].unique_load_bytes == 128
-    assert launch.elementwise_ops == 2 * 35 * 32
+    approx = pytest.approx
+    assert launch.loop_trips == approx(5 + 5 * 7)
+    assert launch.traffic["x_ptr"].load_bytes == approx(35 * 128) == launch.traffic["x_ptr"].unique_load_bytes
+    assert launch.traffic["bias_ptr"].load_bytes == approx(35 * 128)
+    assert launch.traffic["bias_ptr"].unique_load_bytes == approx(128)
+    assert launch.elementwise_ops == approx(2 * 35 * 32)
 
 
 @pytest.fixture(scope="module")
@@ -97,11 +88,12 @@ def matmul_traces():
 def test_matmul_counts_per_program(matmul_traces):
     launch = matmul_traces[0].launches[0]
     assert launch.num_programs == 32 * 32
-    assert launch.dot_flops == {"fp16": 2 * 128 * 128 * 4096}
+    approx = pytest.approx
+    assert launch.dot_flops == {"fp16": approx(2 * 128 * 128 * 4096)}
     assert launch.dot_shapes == [(128, 128, 32, "fp16")]
-    assert launch.loop_trips == 4096 // 32
+    assert launch.loop_trips == approx(4096 // 32)
     assert launch.dot_operand_bytes == (128 * 32 + 32 * 128) * 2
-    assert launch.traffic["a_ptr"].load_bytes == 128 * 4096 * 2 == launch.traffic["a_ptr"].unique_load_bytes
+    assert launch.traffic["a_ptr"].load_bytes == approx(128 * 4096 * 2) == launch.traffic["a_ptr"].unique_load_bytes
     assert launch.traffic["c_ptr"].store_bytes == 128 * 128 * 2
     assert launch.max_block_elems == 128 * 128
 
@@ -119,10 +111,11 @@ def test_naive_softmax_reads_each_row_three_times():
     launch = config_trace.launches[0]
     x, y = launch.traffic["x_ptr"], launch.traffic["y_ptr"]
     row_bytes = 393216 * 4
-    assert x.load_bytes == 3 * row_bytes and x.unique_load_bytes == row_bytes
-    assert y.store_bytes == row_bytes and y.unique_store_bytes == row_bytes
-    assert launch.loop_trips == 3 * 393216 // 256
-    assert launch.transcendental_ops == 2 * 393216 and launch.reduction_elems == 2 * 256
+    approx = pytest.approx
+    assert x.load_bytes == approx(3 * row_bytes) and x.unique_load_bytes == approx(row_bytes)
+    assert y.store_bytes == approx(row_bytes) and y.unique_store_bytes == approx(row_bytes)
+    assert launch.loop_trips == approx(3 * 393216 // 256)
+    assert launch.transcendental_ops == approx(2 * 393216) and launch.reduction_elems == 2 * 256
     assert x.tensor_bytes == 4096 * row_bytes
 
 
@@ -146,7 +139,7 @@ def test_tensor_descriptors_and_atomics_are_counted():
     assert copy.traffic["desc_in.base"].load_bytes == 512 and copy.traffic["desc_out.base"].store_bytes == 512
     assert total.traffic["out_ptr"].load_bytes == 4 and total.traffic["out_ptr"].store_bytes == 4
     assert total.reduction_elems == 128
-    assert run_checks({"source": source, "task": task.to_dict(), "do_trace": False})["gates"][-1]["passed"]
+    assert check_trusted(source, task).passed
 
 
 def test_out_of_bounds_access_at_the_target_shape_fails_the_trace():
@@ -161,24 +154,31 @@ def test_a_trace_past_its_time_limit_fails_the_gate():
     source = (KERNELS / "vector_add.py").read_text().replace(
         "    offs = tl.program_id(0)", "    i = 0\n    while i < n:\n        i = i * 1\n    offs = tl.program_id(0)")
     gate = trace(source, VECTOR_ADD, [{"BLOCK": 256}], timeout=0.5, expect_pass=False)
-    assert "tracing did not finish within 0.5 s" in gate.reason
+    assert "tracing did not finish within 0.5 s" in gate.reason or "ran more than 100000 trips" in gate.reason
 
 
 def _payload(**extra):
-    return {"source": (KERNELS / "vector_add.py").read_text(), "task": VECTOR_ADD.to_dict(), "seed": 2,
-            "do_trace": True, "kernel_configs": [{"BLOCK": 1024}, {"BLOCK": 256}], **extra}
+    return {"source": (KERNELS / "vector_add.py").read_text(), "task": child_task(VECTOR_ADD.to_dict()), "seed": 2,
+            "kind": "trace", "kernel_configs": [{"BLOCK": 1024}, {"BLOCK": 256}], **extra}
 
 
-def test_child_main_writes_the_result_json(tmp_path):
+def test_child_main_writes_the_result_json_and_the_data_file(tmp_path):
     (tmp_path / "in.json").write_text(json.dumps(_payload(trace_programs=3)))
     assert main([str(tmp_path / "in.json"), str(tmp_path / "out.json")]) == 0
     result = json.loads((tmp_path / "out.json").read_text())
-    assert [g["name"] for g in result["gates"]] == ["load", "correctness", "trace"]
+    assert [g["name"] for g in result["gates"]] == ["load"] and result["trace"]["error"] is None
     assert result["param_space"] == {"BLOCK": [256, 1024], "num_warps": [4], "num_stages": [1]}
-    traces = [ConfigTrace.from_dict(t) for t in result["traces"]]
-    assert [t.config for t in traces] == [{"BLOCK": 1024}, {"BLOCK": 256}]
-    assert all(len(t.launches[0].sampled_programs) == 3 for t in traces)
-    assert not list(tmp_path.glob("*.tmp"))
+    records = result["trace"]["traces"]
+    assert [t["config"] for t in records] == [{"BLOCK": 1024}, {"BLOCK": 256}]
+    assert all(len(t["launches"][0]["programs"]) == 3 for t in records)
+    assert (tmp_path / "DATA.bin").stat().st_size > 0 and not list(tmp_path.glob("*.tmp"))
+
+
+def test_child_refuses_a_task_carrying_its_reference(tmp_path):
+    """The child never receives the reference: a payload with one is a verifier bug, refused."""
+    (tmp_path / "in.json").write_text(json.dumps({**_payload(), "task": VECTOR_ADD.to_dict()}))
+    assert main([str(tmp_path / "in.json"), str(tmp_path / "out.json")]) == 1
+    assert "reference stub" in json.loads((tmp_path / "out.json").read_text())["error"]
 
 
 def test_child_main_reports_a_bad_payload(tmp_path):
@@ -195,4 +195,101 @@ def test_child_runs_as_a_module(tmp_path):
                           timeout=120)
     assert done.returncode == 0, done.stderr
     result = json.loads((tmp_path / "out.json").read_text())
-    assert all(g["passed"] for g in result["gates"]) and len(result["traces"]) == 1
+    assert all(g["passed"] for g in result["gates"]) and len(result["trace"]["traces"]) == 1
+
+
+# ---- integrity: what a candidate cannot do to the trace ------------------------------------------------
+
+def _edit(source, *edits):
+    for old, new in edits:
+        assert old in source, old
+        source = source.replace(old, new)
+    return source
+
+
+def test_while_loops_count_their_trips_like_for_loops():
+    """A `while` loop doing the same work as a `for` loop is counted the same (it used to count 0 trips)."""
+    source = (KERNELS / "nested_loops.py").read_text()
+    while_source = _edit(source, ("        for j in range(INNER):\n",
+                                  "        j = 0\n        while j < INNER:\n"),
+                         ("+ tl.load(bias_ptr + cols)\n", "+ tl.load(bias_ptr + cols)\n            j += 1\n"))
+    task = task_from_dict({
+        "name": "nested", "reference": "import torch\ndef reference(x, bias):\n    return x.view(35, 32).sum(0) + 35 * bias\n",
+        "inputs": {"x": {"shape": [1120], "dtype": "float32"}, "bias": {"shape": [32], "dtype": "float32"}},
+        "shapes": {"check": [{}], "target": [{}]}, "seeds": [str(KERNELS / "nested_loops.py")]})
+    (a,), (b,) = trace(source, task, [{"BLOCK": 32}]), trace(while_source, task, [{"BLOCK": 32}])
+    la, lb = a.launches[0], b.launches[0]
+    assert lb.loop_trips == pytest.approx(40) and la.loop_trips == pytest.approx(40)
+    assert lb.traffic["x_ptr"].load_bytes == pytest.approx(la.traffic["x_ptr"].load_bytes)
+
+
+def test_an_idle_trip_at_a_fixed_index_cannot_hide_the_work():
+    """The sampled middle trips are random: a max pass that skips its loads on trip 1 (the old fixed
+    middle sample, standing for all middle trips) now costs about one trip in n, as it should."""
+    source = SOFTMAX.seeds[0].read_text()
+    (honest,) = trace(source, SOFTMAX, [{"BLOCK_N": 256}])
+    first_pass = "        x = tl.load(x_row + start + cols, mask=mask, other=float(\"-inf\"))\n        row_max"
+    cheat = _edit(source, (first_pass, first_pass.replace("mask=mask,", "mask=mask & (start != BLOCK_N),")))
+    (idle,) = trace(cheat, SOFTMAX, [{"BLOCK_N": 256}])
+    ratio = idle.launches[0].traffic["x_ptr"].load_bytes / honest.launches[0].traffic["x_ptr"].load_bytes
+    assert 0.99 < ratio <= 1.0
+
+
+def test_a_dead_first_load_does_not_collapse_the_wave_footprint(matmul_traces):
+    """Every program first loading the same element of A used to make the wave pass see one shared A
+    panel (the footprint collapsed, the model predicted L2 hits); anchors now come from every load site."""
+    source = _edit((KERNELS / "matmul_grouped.py").read_text(),
+                   ("    for k in range(", "    dead = tl.load(a_ptr)\n    for k in range("))
+    (traced,) = trace(source, MATMUL, [{"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 1}])
+    honest = dict(map(tuple, matmul_traces[0].launches[0].footprint["a_ptr"]))
+    cheat = dict(map(tuple, traced.launches[0].footprint["a_ptr"]))
+    assert honest[64] == 2 and all(cheat[w] >= honest[w] for w in honest)
+
+
+def test_dots_are_scored_at_the_precision_their_operands_were_loaded_at():
+    """fp32 data cast to fp16 right before tl.dot is still an fp32 dot (TF32 rate), not an fp16 one."""
+    task = load_task(ROOT / "experiments" / "tasks" / "gemm_sigmoid_sum_lse.yaml")
+    source = task.seeds[0].read_text()
+    (honest,) = trace(source, task, [{"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "BLOCK": 256}])
+    cast = _edit(source, ("acc += tl.dot(a, b)", "acc += tl.dot(a.to(tl.float16), b.to(tl.float16))"))
+    (casted,) = trace(cast, task, [{"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "BLOCK": 256}])
+    assert set(honest.launches[0].dot_flops) == {"fp32"}
+    assert set(casted.launches[0].dot_flops) == {"fp32"}
+    assert casted.launches[0].dot_flops["fp32"] == pytest.approx(honest.launches[0].dot_flops["fp32"])
+
+
+def test_trace_inputs_hold_real_values():
+    """Skipping work on all-zero tiles (what untouched buffers read as) no longer hides it."""
+    source = _edit((KERNELS / "vector_add.py").read_text(),
+                   ("    b = tl.load(b_ptr + offs, mask=mask)",
+                    "    if tl.max(tl.abs(a), axis=0) > 0:\n        b = tl.load(b_ptr + offs, mask=mask)\n"
+                    "    else:\n        b = tl.zeros_like(a)"))
+    (traced,) = trace(source, VECTOR_ADD, [{"BLOCK": 1024}])
+    assert traced.launches[0].traffic["b_ptr"].load_bytes == 1024 * 4
+
+
+def test_the_kernel_globals_are_private():
+    """The interpreter used to copy its own globals (np, inspect, triton...) into the candidate's module on
+    the first launch, where host code could reach them by bare name."""
+    import importlib.util
+    import tempfile
+    from kernelfoundry.evaluate.trace_hooks import Session, active
+    import torch
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kf_priv_test.py"
+        path.write_text((KERNELS / "vector_add.py").read_text())
+        spec = importlib.util.spec_from_file_location("kf_priv_test", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        before = set(vars(module))
+        with active(Session()):
+            module.launch(torch.ones(300), torch.ones(300), BLOCK=256, num_warps=4, num_stages=1)
+        assert set(vars(module)) == before
+        assert "np" not in vars(module) and "_kf_for" not in vars(module)
+
+
+def test_fork_server_warm_up_runs_clean():
+    """The fork servers' warm-up (a trusted kernel through a check and a trace job) must succeed, or
+    every sandboxed job silently starts cold again."""
+    from kernelfoundry.evaluate.warmup import warm_up
+    assert warm_up() is None

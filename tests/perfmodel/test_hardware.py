@@ -39,8 +39,8 @@ def test_every_figure_has_a_source_comment():
 
 
 def test_unknown_name_lists_known_ones():
-    with pytest.raises(HardwareError, match=r"unknown hardware 'b200'.*h100"):
-        resolve_hardware(["h100", "b200"])
+    with pytest.raises(HardwareError, match=r"unknown hardware 'b300'.*h100"):
+        resolve_hardware(["h100", "b300"])
 
 
 def _write(tmp_path, **changes):

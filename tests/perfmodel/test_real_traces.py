@@ -8,8 +8,7 @@ import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from kernelfoundry.candidate import HINT_PARAMS, kernel_configs, parse_param_space  # noqa: E402
-from kernelfoundry.evaluate.child import ensure_interpreter  # noqa: E402
-from kernelfoundry.evaluate.trace import trace_candidate  # noqa: E402
+from kernelfoundry.evaluate.inprocess import trace_trusted  # noqa: E402
 from kernelfoundry.perfmodel.score import score_candidate  # noqa: E402
 from kernelfoundry.task import load_task  # noqa: E402
 
@@ -17,14 +16,12 @@ TASKS = Path(__file__).resolve().parents[2] / "experiments" / "tasks"
 
 
 def _score(task_file):
-    ensure_interpreter()
     task = load_task(TASKS / task_file)
     source = task.seeds[0].read_text()
     space = parse_param_space(source)
     hints = {n: space[n][0] for n in HINT_PARAMS if n in space}
-    with tempfile.TemporaryDirectory() as tmp:
-        gate, traces = trace_candidate(source, task, Path(tmp), kernel_configs=kernel_configs(space, cap=8),
-                                       hints=hints, seed=0, trace_programs=4, timeout=120.0)
+    gate, traces = trace_trusted(source, task, kernel_configs(space, cap=8), hints=hints, seed=0,
+                                 trace_programs=4, timeout=120.0)
     assert gate.passed, gate.reason
     return task, traces, score_candidate(task, traces, space, list(task.hardware))
 

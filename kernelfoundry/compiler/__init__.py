@@ -1,0 +1,25 @@
+"""The real compiler in the loop: compile candidates ahead of time for real GPUs, on the CPU.
+
+Public API (see docs/compiler.md):
+
+* :func:`compile_candidate` (``gate``): launch signatures per config x hardware -> :class:`CompileReport`;
+* :class:`LaunchSignature`, :func:`parse_signature` (``signature``): the JSON launch-signature record;
+* :class:`LaunchRecorder`, :func:`signature_of_launch`, :func:`capture_signatures` (``capture``);
+* :class:`CompileCache` (``cache``); :class:`CompiledResources` (``resources``);
+* :func:`write_asm` (``asm``): PTX/SASS or AMDGCN of one config into a directory;
+* :func:`resolve_target` (``targets``): hardware name -> Triton target, or why there is none.
+"""
+
+from .asm import write_asm
+from .cache import CompileCache, default_cache_dir, read_artifact
+from .gate import compile_candidate
+from .report import CompileReport, ConfigCompile, HardwareCompile, KernelCompile
+from .resources import CompiledResources
+from .signature import ArgSpec, LaunchSignature, SignatureError, parse_signature
+from .targets import NO_BACKEND, CompileTarget, parse_target, resolve_target
+
+
+__all__ = ["ArgSpec", "CompileCache", "CompileReport", "CompileTarget", "CompiledResources", "ConfigCompile",
+           "HardwareCompile", "KernelCompile", "LaunchSignature", "NO_BACKEND", "SignatureError",
+           "compile_candidate", "default_cache_dir", "parse_signature", "parse_target", "read_artifact",
+           "resolve_target", "write_asm"]

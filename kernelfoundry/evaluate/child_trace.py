@@ -1,0 +1,307 @@
+"""Inside the sandboxed child: record raw events of sampled programs at the target shapes.
+
+For each target shape x kernel config, ``launch`` runs on inputs holding real values
+(:func:`inputs.trace_inputs`), under the dispatch guard, with for-loops sampled
+(:mod:`trace_loops`).  Each kernel launch runs a few program ids (first, last,
+seeded-random ones) and records, per program, every access (kind, tensor, source
+line, loop trip, unmasked elements, the distinct 32-byte sectors it touches), every
+dot (shape, operand dtype, precision, the precision its operands were loaded at),
+op counts per loop trip, and the loop executions with the trips they ran.  A wave
+pass then runs the first programs in launch order and records, per program, the
+first sector each load site touches per input tensor, stopping a program once
+every site the sampled programs used has been seen.  Counting, weighting,
+footprints, coverage and scoring all happen in the judge (:mod:`trace_judge`).
+Each launch also records what the compile gate needs, from Triton's own argument
+binder: argument kinds, dtypes, divisibility by 16, constexpr values, launch options.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import warnings
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..candidate import config_key
+from ..task import Task
+from .arms import RECORDER
+from .channel import BlobWriter
+from .guard import DispatchGuard
+from .inputs import trace_inputs
+from .loader import CandidateTimeout, describe_exception, time_limit
+from .tiled import release_all
+from .trace_counts import sample_programs
+from .trace_counts import SECTOR_BYTES
+from .trace_hooks import PRECISION_RANK, LaunchContext, Session, active, dtype_name
+from .trace_loops import CONTROL, LoopLimit
+
+#: The wave pass covers the first this-many programs in launch order.
+WAVE_PROGRAMS = 256
+KINDS = {"load": 0, "store": 1, "atomic": 2}
+OP_KINDS = {"elementwise": 0, "transcendental": 1, "reduction": 2}
+#: Bytes per element of a loaded-precision rank (trace_hooks.PRECISION_RANK).
+RANK_BYTES = {1: 1, 2: 2, 3: 4, 4: 8}
+
+
+class TraceFailure(Exception):
+    """Tracing one (shape, config) failed; the message is the reason."""
+
+
+class _ProgramDone(BaseException):
+    """Raised from a hook to end a wave-pass program early (BaseException: passes the interpreter)."""
+
+
+class ProgramEvents:
+    """What one sampled program did, unweighted (the judge applies the loop weights)."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.accesses: list[tuple[int, int, int, int, int, int]] = []   # kind, tensor, site, trip, elems, n_sectors
+        self.sectors: list[np.ndarray] = []
+        self.dots: list[list[Any]] = []
+        self.ops: dict[tuple[int, int], float] = {}
+        self.max_block = 0
+
+
+def first_sectors(accesses: np.ndarray, sectors: list[np.ndarray]) -> dict[tuple[int, int], int]:
+    """(tensor, load site) -> the lowest sector of that site's first load in one program."""
+    firsts: dict[tuple[int, int], int] = {}
+    for row, secs in zip(accesses.tolist(), sectors):
+        key = (row[1], row[2])
+        if row[0] != KINDS["store"] and key not in firsts and secs.size:
+            firsts[key] = int(secs[0])
+    return firsts
+
+
+def wave_targets(per_program: list[dict[tuple[int, int], int]]) -> set[tuple[int, int]]:
+    """The load sites the wave pass must see in each program: per tensor, every site whose first sectors
+    over the sampled programs differ from those of an earlier site (a second pass over the same rows
+    adds nothing; a dead load at a fixed address next to the real loads does not hide them)."""
+    targets: set[tuple[int, int]] = set()
+    keys = sorted({k for p in per_program for k in p}, key=lambda k: (k[0], min(
+        (i for i, p in enumerate(per_program) if k in p), default=0)))
+    kept: dict[int, list[tuple]] = {}
+    for tensor, site in keys:
+        vector = tuple(p.get((tensor, site)) for p in per_program)
+        if vector not in kept.setdefault(tensor, []):
+            kept[tensor].append(vector)
+            targets.add((tensor, site))
+    return targets
+
+
+@contextmanager
+def recording_signatures(guard: DispatchGuard, sink: list[dict[str, Any]]):
+    """Record each kernel launch's compile signature (Triton's own binder: divisibility by 16, ints
+    equal to 1, constexprs, launch options) while the launches run as usual."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from ..compiler.capture import signature_of_launch
+    from ..compiler.signature import SignatureError
+    original = InterpretedFunction.run
+
+    def run(kernel, *args, grid, warmup, **kwargs):
+        if not warmup:
+            with guard.paused():
+                try:
+                    sink.append(signature_of_launch(kernel, args, kwargs).to_dict())
+                except (SignatureError, TypeError, ValueError) as exc:
+                    sink.append({"kernel": getattr(getattr(kernel, "fn", None), "__name__", "?"),
+                                 "unsupported": str(exc)[:300]})
+        return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
+
+    InterpretedFunction.run = run
+    try:
+        yield
+    finally:
+        InterpretedFunction.run = original
+
+
+class TraceSession(Session):
+    """Records sampled programs of every launch and their wave footprint anchors."""
+
+    count_ops = True
+    track_precision = True
+    needs_sites = True
+
+    def __init__(self, trace_programs: int, rng: random.Random, *, guard: DispatchGuard, candidate_file: str,
+                 blob: BlobWriter, wave_programs: int = WAVE_PROGRAMS):
+        super().__init__(guard=guard, candidate_file=candidate_file)
+        self.trace_programs = max(1, int(trace_programs))
+        self.rng = rng
+        self.blob = blob
+        self.wave_programs = wave_programs
+        self.launches: list[dict[str, Any]] = []
+        self._program: ProgramEvents | None = None
+        self._wave_targets: set[tuple[int, int]] = set()
+        self._wave_seen: set[tuple[int, int]] | None = None
+        self._wave_rows: list[tuple[int, int, int, int]] = []
+        self._wave_pid = 0
+        self._tensor_index: dict[str, int] = {}
+
+    def launch(self, ctx: LaunchContext) -> None:
+        self._tensor_index = {t.name: i for i, t in enumerate(ctx.tensors.tensors)}
+        sampled = sample_programs(ctx.num_programs, self.trace_programs, self.rng)
+        dense = random.Random(f"{CONTROL.seed}:dense:{len(self.launches)}").choice(sampled) if sampled else -1
+        programs = []
+        for pid in sampled:
+            # one trip plan per launch: every sampled program samples the same trips, so programs that
+            # read the same data leave the same sectors (the judge checks the wave anchors against them)
+            CONTROL.reset(f"{len(self.launches)}")
+            CONTROL.dense = pid == dense       # one program runs its loops densely (trace_loops)
+            self._program = ProgramEvents(pid)
+            try:
+                ctx.run_program(pid)
+            finally:
+                CONTROL.dense = False
+                programs.append(self._finish_program(self._program))
+                programs[-1]["dense"] = pid == dense
+                self._program = None
+        self._wave_targets = wave_targets([p.pop("_firsts") for p in programs])
+        wave = self._wave(ctx) if self._wave_targets else {"programs": 0, "anchors": self.blob.put(
+            np.zeros((0, 4), dtype=np.int64))}
+        tensors = [{"name": t.name, "dtype": t.dtype, "elem_bytes": t.elem_bytes, "storage_bytes": t.storage_bytes,
+                    "numel": t.numel, "start": t.start, "data_offset": t.data_ptr - t.start}
+                   for t in ctx.tensors.tensors]
+        self.launches.append({"kernel": ctx.kernel, "grid": list(ctx.grid), "num_programs": ctx.num_programs,
+                              "tensors": tensors, "programs": programs, "wave": wave})
+
+    def _finish_program(self, ev: ProgramEvents) -> dict[str, Any]:
+        accesses = np.array(ev.accesses, dtype=np.int64).reshape(-1, 6)
+        sectors = np.concatenate(ev.sectors) if ev.sectors else np.zeros(0, dtype=np.int64)
+        ops = [[trip, kind, amount] for (trip, kind), amount in ev.ops.items()]
+        return {"pid": ev.pid, "max_block": ev.max_block, "accesses": self.blob.put(accesses),
+                "sectors": self.blob.put(sectors), "dots": ev.dots, "ops": ops,
+                "execs": [[e.loop, e.kind, e.n, e.parent, e.plan, e.sparse] for e in CONTROL.execs],
+                "trips": [list(t) for t in CONTROL.trips[1:]],
+                "_firsts": first_sectors(accesses, ev.sectors)}
+
+    def _wave(self, ctx: LaunchContext) -> dict[str, Any]:
+        self._wave_rows = []
+        count = min(ctx.num_programs, self.wave_programs)
+        self.tagging = False                     # the wave pass records addresses only
+        RECORDER.active = False                  # and no branch arms (it cuts loops short)
+        CONTROL.first_trips_only = True
+        try:
+            for pid in range(count):
+                CONTROL.reset(f"wave:{pid}")
+                self._wave_pid = pid
+                self._wave_seen = set()
+                try:
+                    ctx.run_program(pid)
+                except _ProgramDone:
+                    pass
+        finally:
+            self._wave_seen = None
+            self.tagging = True
+            RECORDER.active = True
+            CONTROL.first_trips_only = False
+        rows = np.array(self._wave_rows, dtype=np.int64).reshape(-1, 4)
+        return {"programs": count, "anchors": self.blob.put(rows)}
+
+    def record_access(self, kind, parts, elem_bytes, block_elems, site) -> None:
+        if self._wave_seen is not None:
+            if kind == "store":
+                return
+            for tensor, addrs in parts:
+                key = (self._tensor_index[tensor.name], site)
+                if key in self._wave_targets and key not in self._wave_seen:
+                    self._wave_seen.add(key)
+                    self._wave_rows.append((self._wave_pid, key[0], site,
+                                            (int(addrs.min()) - tensor.data_ptr) // SECTOR_BYTES))
+            if self._wave_seen >= self._wave_targets:
+                raise _ProgramDone()
+            return
+        ev = self._program
+        ev.max_block = max(ev.max_block, block_elems)
+        trip = CONTROL.current_trip
+        for tensor, addrs in parts:
+            sectors = np.unique((addrs - tensor.data_ptr) >> 5)
+            ev.accesses.append((KINDS[kind], self._tensor_index[tensor.name], site, trip, int(addrs.size),
+                                int(sectors.size)))
+            ev.sectors.append(sectors)
+
+    def on_dot(self, a, b, precision, loaded_rank) -> None:
+        ev = self._program
+        if ev is None:
+            return
+        *batch, m, k = a.data.shape
+        n = b.data.shape[-1]
+        count = int(np.prod(batch)) if batch else 1
+        loaded_bytes = RANK_BYTES.get(int(loaded_rank), 0)     # operands as read from memory (before casts)
+        operand_bytes = (a.data.size * max(1, a.dtype.primitive_bitwidth // 8, loaded_bytes)
+                         + b.data.size * max(1, b.dtype.primitive_bitwidth // 8, loaded_bytes))
+        ev.dots.append([int(m), int(n), int(k), count, str(a.dtype.scalar), precision, int(loaded_rank),
+                        CONTROL.current_trip, int(operand_bytes)])
+        ev.max_block = max(ev.max_block, int(m * n * count))
+
+    def on_ops(self, kind, elems, ops_per_elem) -> None:
+        ev = self._program
+        if ev is None:
+            return
+        key = (CONTROL.current_trip, OP_KINDS[kind])
+        ev.ops[key] = ev.ops.get(key, 0.0) + elems * ops_per_elem
+        ev.max_block = max(ev.max_block, int(elems))
+
+
+def _roles(launches: list[dict[str, Any]], inputs: list[torch.Tensor], outputs: Any) -> None:
+    """Label each launch tensor input:i, output:j or scratch, by storage."""
+    items = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+    starts = {t.untyped_storage().data_ptr(): f"input:{i}" for i, t in enumerate(inputs)}
+    for j, out in enumerate(items):
+        if isinstance(out, torch.Tensor):
+            starts.setdefault(out.untyped_storage().data_ptr(), f"output:{j}")
+    for launch in launches:
+        for t in launch["tensors"]:
+            t["role"] = starts.get(t.pop("start"), "scratch")
+
+
+def trace_config(launch, task: Task, shape_index: int, config: dict[str, Any], hints: dict[str, Any], *, seed: int,
+                 trace_programs: int, timeout: float | None, candidate_file: str, blob: BlobWriter) -> dict[str, Any]:
+    """Trace ``launch`` at ``task.target_shapes[shape_index]`` with one kernel config."""
+    env = task.target_shapes[shape_index]
+    start = time.perf_counter()
+    rng = random.Random(f"{seed}:{shape_index}:{config_key(config)}")
+    guard = DispatchGuard(poison_empty=False)
+    session = TraceSession(trace_programs, rng, guard=guard, candidate_file=candidate_file, blob=blob)
+    CONTROL.sampling, CONTROL.seed = True, f"{seed}:{shape_index}:{config_key(config)}"
+    inputs, mappings = trace_inputs(task, env, seed)
+    for x in inputs:            # the task's data keeps its precision through any view of another dtype
+        if isinstance(x, torch.Tensor) and PRECISION_RANK.get(dtype_name(x.dtype), 0):
+            session.memory_ranks[x.untyped_storage().data_ptr()] = PRECISION_RANK[dtype_name(x.dtype)]
+    signatures: list[dict[str, Any]] = []
+    RECORDER.take()
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with active(session), time_limit(timeout, "tracing"), recording_signatures(guard, signatures), guard:
+                outputs = launch(*inputs, **config, **hints)
+        _roles(session.launches, inputs, outputs)
+        for record, signature in zip(session.launches, signatures):
+            if signature.get("kernel") == record["kernel"]:
+                record["signature"] = signature
+        del outputs
+    except CandidateTimeout as exc:
+        raise TraceFailure(f"{exc}; even with sampled programs and loops the kernel runs too long "
+                           "(an endless or data-dependent loop?).") from None
+    except LoopLimit as exc:
+        raise TraceFailure(str(exc)) from None
+    except BaseException as exc:   # noqa: BLE001 - anything the candidate raises fails the trace
+        if session.violation is not None:
+            raise TraceFailure(str(session.violation)) from None
+        if guard.refused is not None:
+            raise TraceFailure(f"the candidate's host code ran a torch op: {guard.refused}.") from None
+        raise TraceFailure(f"launch raised {describe_exception(exc, candidate_file)}.") from None
+    finally:
+        CONTROL.sampling = False
+        session.ctx = None
+        del inputs
+        release_all(mappings)
+    if session.violation is not None:
+        raise TraceFailure(str(session.violation))
+    if not session.launches:
+        raise TraceFailure("launch ran no Triton kernel.")
+    return {"shape_index": shape_index, "shape": dict(env), "config": dict(config), "launches": session.launches,
+            "arms": RECORDER.take(), "seconds": time.perf_counter() - start}

@@ -1,0 +1,151 @@
+"""A correctness shape where rows span several blocks, shaped by how the kernel tiles its grid.
+
+The task's check shapes are small, so a kernel may be exact there only because each
+row fits one block, and wrong at the target shape where rows span many blocks (a
+loop that handles only the first block, a carry that is never added).  The span
+shape gives every dimension the kernel loops over (a *loop* dimension) as much of
+its target extent as a budget allows, never less than ``2 * B + 3`` (two full blocks
+and a ragged tail, ``B`` the largest power of two among the config's values), every
+dimension the grid tiles two full tiles and a ragged one, and every dimension with
+one program per element three programs, so the run stays cheap in the interpreter.
+
+Which dimension is which comes from dry runs of ``launch`` in the child
+(:func:`child_check.probe_grids`): programs at the largest check shape, and with each
+symbol set to 1; the ratio is the number of programs along that dimension.  Values
+are kept odd so every tail is partial.  See docs/verifier.md.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..task import Task
+
+#: The span run's inputs hold at most this many elements in all (the judge generates them and runs
+#: the reference on them) ...
+ELEMENT_BUDGET = 1 << 20
+#: ... and programs x blocks along its loop dimensions at most this many (the interpreter's cost).
+TRIP_BUDGET = 128
+DEFAULT_BLOCK = 256
+#: Dimensions with one program per element get this many programs.
+ROWS = 3
+#: The grid-span shape's grid asks for about this many programs.
+GRID_PROGRAMS = 64
+
+
+def block_size(config: dict[str, Any]) -> int:
+    """The largest power-of-two int among a config's values (16..4096), or :data:`DEFAULT_BLOCK`."""
+    found = [v for v in config.values() if isinstance(v, int) and not isinstance(v, bool)
+             and v >= 16 and v & (v - 1) == 0]
+    return min(4096, max(found)) if found else DEFAULT_BLOCK
+
+
+def shape_symbols(task: Task) -> list[str]:
+    """The symbols that size some input dimension, in first-use order."""
+    seen: list[str] = []
+    for spec in task.inputs:
+        for dim in spec.shape:
+            if isinstance(dim, str) and dim not in seen:
+                seen.append(dim)
+    return seen
+
+
+def _elements(task: Task, env: dict[str, int]) -> int:
+    return sum(math.prod(spec.concrete_shape(env)) for spec in task.inputs)
+
+
+def _odd(v: int) -> int:
+    return v if v % 2 or v <= 1 else v - 1
+
+
+def launch_tiles(probe: dict[str, Any], symbols: list[str]) -> list[dict[str, float]] | None:
+    """Per launch, elements per program along each symbol (``inf``: not a grid dimension of that
+    launch), from a grid probe; None when the probe is unusable."""
+    base, totals = probe.get("base") or {}, probe.get("programs")
+    if not isinstance(totals, list) or not totals or not all(isinstance(p, int) and p > 0 for p in totals):
+        return None
+    out = []
+    for i, total in enumerate(totals):
+        tiles = {}
+        for d in symbols:
+            ones = (probe.get("ones") or {}).get(d)
+            one = ones[i] if isinstance(ones, list) and len(ones) == len(totals) and isinstance(ones[i], int) \
+                and ones[i] > 0 else None
+            # a probe that failed tells nothing: take the dimension as one the kernel loops over, so the
+            # span shape keeps it large (a kernel cannot shrink its span shape by refusing a probe)
+            along = total / one if one else 1.0
+            tiles[d] = math.inf if along < 1.5 else float(base.get(d, 1)) / along
+        out.append(tiles)
+    return out
+
+
+def span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dict[str, int] | None:
+    """The span shape for *config* given its grid *probe*; None when there is nothing to span (no
+    symbolic dimension, or no shape larger than the check shapes).  An unusable probe counts every
+    dimension as a loop dimension; a shape that stays over the budgets is still returned (the run's
+    time limit then decides: the verifier fails closed)."""
+    symbols = shape_symbols(task)
+    if not symbols or not task.target_shapes:
+        return None
+    launches = launch_tiles(probe, symbols) or [{d: math.inf for d in symbols}]
+    target = max(task.target_shapes, key=task.input_bytes)
+    block = block_size(config)
+    env = {k: int(v) for k, v in target.items()}
+    grid = [d for d in symbols if any(not math.isinf(t[d]) for t in launches)]
+    loops = [d for d in symbols if d not in grid]
+    for d in grid:                          # a few programs along a grid dimension, in its finest tiling
+        t = min(tiles[d] for tiles in launches)
+        env[d] = min(env[d], ROWS if t < 2 else 2 * math.ceil(t) + 3)
+    programs = sum(math.prod(max(1, math.ceil(env[d] / tiles[d])) for d in grid if not math.isinf(tiles[d]))
+                   for tiles in launches)
+    floor = {d: min(env[d], 2 * block + 3) for d in loops}
+
+    def over(values: dict[str, int]) -> bool:
+        blocks = math.prod(max(1.0, values[d] / block) for d in loops) if loops else 1.0
+        return _elements(task, values) > ELEMENT_BUDGET or programs * blocks > TRIP_BUDGET
+
+    for relax in (False, True):
+        while over(env):
+            shrinkable = [d for d in loops if env[d] > (min(env[d], ROWS) if relax else floor[d])]
+            if not shrinkable:
+                break
+            d = max(shrinkable, key=lambda s: env[s])
+            env[d] = max(ROWS if relax else floor[d], env[d] // 2 + 1)
+    return _finish(task, env, symbols)
+
+
+def _finish(task: Task, env: dict[str, int], symbols: list[str]) -> dict[str, int] | None:
+    env = {d: _odd(v) if d in symbols else v for d, v in env.items()}
+    if any(env == dict(c) for c in task.check_shapes) or _elements(task, env) <= max(
+            (_elements(task, c) for c in task.check_shapes), default=0):
+        return None
+    return env
+
+
+def grid_span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dict[str, int] | None:
+    """A shape with many programs: grid dimensions as large as :data:`GRID_PROGRAMS` programs allow
+    (up to their target extent), loop dimensions just past two blocks.  Kernels that change behaviour
+    with the number of rows or tiles (a large-grid code path) run it here, where it is compared."""
+    symbols = shape_symbols(task)
+    launches = launch_tiles(probe, symbols)
+    if not symbols or launches is None or not task.target_shapes:
+        return None
+    target = max(task.target_shapes, key=task.input_bytes)
+    grid = [d for d in symbols if any(not math.isinf(t[d]) for t in launches)]
+    if not grid:
+        return None
+    block = block_size(config)
+    env = {k: int(v) for k, v in target.items()}
+    per_dim = max(2, int(GRID_PROGRAMS ** (1.0 / len(grid))))
+    for d in symbols:
+        if d in grid:
+            t = min(tiles[d] for tiles in launches)
+            env[d] = min(env[d], max(1, int(per_dim * t)) + (1 if t >= 2 else 0))
+        else:
+            env[d] = min(env[d], 2 * block + 3)
+    loops = [d for d in symbols if d not in grid]
+    while _elements(task, env) > ELEMENT_BUDGET and any(env[d] > ROWS for d in loops):
+        d = max((d for d in loops if env[d] > ROWS), key=lambda s: env[s])
+        env[d] = max(ROWS, env[d] // 2 + 1)
+    return _finish(task, env, symbols)

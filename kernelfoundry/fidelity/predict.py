@@ -1,0 +1,106 @@
+"""Predict every row of a dataset with the model, keeping the breakdown behind each number."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..candidate import HINT_PARAMS
+from ..evaluate.records import ConfigTrace
+from ..perfmodel.alignment import unaligned_bytes
+from ..perfmodel.baseline import eager_estimate, profile_function
+from ..perfmodel.eager import TIMINGS
+from ..perfmodel.features import launch_features
+from ..perfmodel.hardware import load_hardware
+from ..perfmodel.model import BOUNDS, HardwareArrays, evaluate, sum_launches
+from ..perfmodel.tuning import HINT_DEFAULTS, compiled_arrays
+from ..task import load_task
+from .dataset import Dataset, FidelityError, Row
+from .traces import get_traces
+
+
+@dataclass
+class Prediction:
+    """The model's number for one row, and why."""
+
+    row: Row
+    predicted_ms: float
+    bound: str = ""
+    breakdown: list[str] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float:
+        return self.predicted_ms / self.row.measured_ms
+
+
+def predict_dataset(dataset: Dataset, hardware: str | None = None, *, refresh_traces: bool = False,
+                    write_traces: bool = True, compiled: bool = False) -> list[Prediction]:
+    """Predictions for every row of *dataset* on *hardware* (default: the dataset's own).
+
+    ``compiled=True``: kernel rows use the compiler's registers, shared memory and spills for the
+    row's config (compiled ahead of time for the hardware's Triton target; cached) instead of the
+    model's estimates.
+    """
+    spec = load_hardware(hardware or dataset.hardware)
+    if dataset.predictor == "eager":
+        timing = TIMINGS[dataset.timing]
+        out = []
+        for row in dataset.rows:
+            est = eager_estimate(profile_function(row.reference, list(row.inputs), name=row.id), spec, timing)
+            slowest = max((k for _, ks in est.ops for k in ks), key=lambda ks: ks[1], default=None)
+            out.append(Prediction(row, est.seconds * 1e3, bound=slowest[0].name if slowest else "",
+                                  breakdown=est.breakdown()))
+        return out
+    hw = HardwareArrays([spec])
+    cache: dict[tuple, list[ConfigTrace]] = {}
+    out = []
+    for row in dataset.rows:
+        key = (row.task, row.kernel)
+        if key not in cache:
+            cache[key] = get_traces(dataset.path.parent, row.task, row.kernel, dataset.hardware,
+                                    refresh=refresh_traces, write=write_traces)[0]
+        task = load_task(row.task, check_files=False)
+        out.append(_kernel_prediction(row, cache[key], hw, unaligned_bytes(task, row.shape),
+                                      spec.name if compiled else None))
+    return out
+
+
+def compiled_resources(row: Row, launches: list, hardware: str) -> list[dict | None] | None:
+    """The compiler's resources of each launch of *row*'s config on *hardware* (None: no backend)."""
+    from ..compiler import compile_candidate
+    sigs = [launch.signature for launch in launches]
+    if not all(isinstance(s, dict) and "args" in s for s in sigs):
+        return None
+    hints = {k: row.config[k] for k in HINT_PARAMS if k in row.config}
+    report = compile_candidate(row.kernel.read_text(), {"row": [{**s, **hints} for s in sigs]}, [hardware])
+    config = report.config(hardware, "row")
+    if config is None or not config.ok:
+        return None
+    return [k.resources.to_dict() if k.resources else None for k in config.kernels]
+
+
+def _kernel_prediction(row: Row, traces: list[ConfigTrace], hw: HardwareArrays,
+                       unaligned: frozenset[int], compiled_on: str | None = None) -> Prediction:
+    params = {k: v for k, v in row.config.items() if k not in HINT_PARAMS}
+    match = [t for t in traces if t.shape == row.shape and all(t.config.get(k) == v for k, v in params.items())]
+    if not match:
+        raise FidelityError(f"row {row.id}: no trace of {row.kernel.name} at shape {row.shape} with {params or 'its'} "
+                            f"parameters; the shape must be one of the task's target shapes.")
+    launches = match[0].launches
+    n = len(launches)
+    warps = np.full(n, float(row.config.get("num_warps", HINT_DEFAULTS["num_warps"])))
+    stages = np.full(n, float(row.config.get("num_stages", HINT_DEFAULTS["num_stages"])))
+    arrays = None
+    if compiled_on is not None:
+        resources = compiled_resources(row, launches, compiled_on)
+        if resources:
+            arrays = compiled_arrays({compiled_on: {"row": resources}}, hw, ["row"] * n, np.arange(n))
+    out = sum_launches(evaluate(launch_features(launches, unaligned), np.arange(n), warps, stages, hw,
+                                compiled=arrays), np.array([0]))
+    latency = float(out.latency[0, 0])
+    if not np.isfinite(latency):
+        raise FidelityError(f"row {row.id}: the model finds config {row.config} invalid on {hw.names[0]}.")
+    parts = [f"{k}: {float(v[0, 0]) * 1e6:.1f} us" for k, v in out.components.items() if float(v[0, 0]) > 0]
+    return Prediction(row, latency * 1e3, bound=BOUNDS[int(out.bound[0, 0])],
+                      breakdown=[f"{n} launch(es)"] + parts)

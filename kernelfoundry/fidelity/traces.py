@@ -1,0 +1,82 @@
+"""Traces of a dataset's kernels: the verifier's, cached on disk while fresh.
+
+A kernel row is predicted from the trace the verifier records at the row's shape
+(``kernelfoundry.evaluate.pipeline.verify``: every gate runs, so a dataset kernel that no longer
+passes fails loudly).  Tracing a kernel takes seconds, so the traces are kept in
+``<dataset dir>/traces/<task stem>.json`` together with a key: the SHA-256 of the task file,
+the kernel file, the tracer's sources and the Triton version.  A cache whose key differs is
+stale and is rebuilt (``python -m kernelfoundry.fidelity DATASET --refresh-traces`` rebuilds
+every one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from .. import PACKAGE_DIR
+from ..evaluate.records import ConfigTrace
+from .dataset import FidelityError
+
+#: Sources whose changes can change a trace.
+TRACER_SOURCES = ("evaluate/child_trace.py", "evaluate/trace_hooks.py", "evaluate/trace_counts.py",
+                  "evaluate/trace_loops.py", "evaluate/records.py", "evaluate/child.py", "evaluate/inputs.py",
+                  "evaluate/tiled.py")
+
+
+def trace_key(task_path: Path, kernel_path: Path) -> str:
+    """The freshness key of one (task, kernel) pair's traces."""
+    import triton
+    h = hashlib.sha256()
+    for p in [task_path, kernel_path] + [PACKAGE_DIR / s for s in TRACER_SOURCES]:
+        h.update(p.name.encode())
+        h.update(p.read_bytes() if p.is_file() else b"(missing)")
+    h.update(triton.__version__.encode())
+    return h.hexdigest()
+
+
+def cache_path(dataset_dir: Path, task_path: Path) -> Path:
+    return dataset_dir / "traces" / f"{task_path.stem}.json"
+
+
+def load_cached(dataset_dir: Path, task_path: Path, kernel_path: Path) -> list[ConfigTrace] | None:
+    """Cached traces when the cache exists and its key is current, else None."""
+    path = cache_path(dataset_dir, task_path)
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if data.get("key") != trace_key(task_path, kernel_path):
+        return None
+    return [ConfigTrace.from_dict(t) for t in data["traces"]]
+
+
+def trace_kernel(task_path: Path, kernel_path: Path, hardware: str) -> list[ConfigTrace]:
+    """Run the verifier on the kernel and return its traces at every target shape."""
+    from ..evaluate.pipeline import verify
+    from ..task import load_task
+    task = load_task(task_path, check_files=False)
+    result = verify(task, kernel_path.read_text(), [hardware], max_kernel_configs=16, compile=False)
+    if not result.passed:
+        raise FidelityError(f"dataset kernel {kernel_path} fails the verifier on {task_path} at gate "
+                            f"'{result.gate}': {result.reason}")
+    return list(result.traces)
+
+
+def get_traces(dataset_dir: Path, task_path: Path, kernel_path: Path, hardware: str, *,
+               refresh: bool = False, write: bool = True) -> tuple[list[ConfigTrace], bool]:
+    """(traces, from_cache) for one (task, kernel); re-traces and rewrites a stale or missing cache."""
+    if not refresh:
+        cached = load_cached(dataset_dir, task_path, kernel_path)
+        if cached is not None:
+            return cached, True
+    traces = trace_kernel(task_path, kernel_path, hardware)
+    if write:
+        path = cache_path(dataset_dir, task_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"key": trace_key(task_path, kernel_path), "task": task_path.name,
+                                    "kernel": kernel_path.name, "traces": [t.to_dict() for t in traces]}))
+    return traces, False

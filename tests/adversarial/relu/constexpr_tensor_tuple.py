@@ -1,0 +1,24 @@
+"""Cheat (a tensor smuggled in as a constexpr): a constexpr argument reaches the kernel body as a
+plain host object in the interpreter, where it could be indexed on the host.  Wrapping the
+tensor in a tuple hides it from a check that looks only for bare tensors."""
+import torch
+import triton
+import triton.language as tl
+
+PARAMS = {"BLOCK": [1024], "num_warps": [4], "num_stages": [1]}
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n_elements, HOLD: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(y_ptr + offs, tl.where(x > 0, x, 0.0), mask=mask)
+
+
+def launch(x, *, BLOCK, num_warps, num_stages):
+    y = torch.empty_like(x)
+    n = x.numel()
+    relu_kernel[(triton.cdiv(n, BLOCK),)](x, y, n, HOLD=(x, 1), BLOCK=BLOCK, num_warps=num_warps,
+                                          num_stages=num_stages)
+    return y

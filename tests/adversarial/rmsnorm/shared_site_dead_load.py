@@ -1,0 +1,43 @@
+"""Cheat (footprint collapsed through a shared load site): every load of x goes through one
+@triton.jit helper, and each program first loads element 0 of x through it.  The wave pass
+anchors a program's footprint on the first sector it touches at each load site: sector 0 for
+every program, so the model believes all programs read the same bytes and drops the DRAM reads
+of the first pass over this strided (feature-major) layout."""
+import torch
+import triton
+import triton.language as tl
+
+PARAMS = {"BLOCK_S": [32, 64], "num_warps": [4], "num_stages": [1]}
+
+
+@triton.jit
+def load_rows(ptrs, mask):
+    return tl.load(ptrs, mask=mask, other=0.0)
+
+
+@triton.jit
+def rmsnorm_kernel(x_ptr, y_ptr, n_features, n_spatial, eps, BLOCK_S: tl.constexpr):
+    b = tl.program_id(0)
+    s = tl.program_id(1) * BLOCK_S + tl.arange(0, BLOCK_S)
+    mask = s < n_spatial
+    base = b * n_features * n_spatial
+    lanes = tl.arange(0, BLOCK_S)
+    first = load_rows(x_ptr + lanes * 0, lanes < 1)   # element 0, the same for every program
+    sq = tl.zeros([BLOCK_S], dtype=tl.float32) + tl.where(first > float("inf"), 1.0, 0.0)
+    for f in range(0, n_features):
+        x = load_rows(x_ptr + base + f * n_spatial + s, mask).to(tl.float32)
+        sq += x * x
+    rstd = 1.0 / tl.sqrt(sq / n_features + eps)
+    for f in range(0, n_features):
+        x = load_rows(x_ptr + base + f * n_spatial + s, mask).to(tl.float32)
+        tl.store(y_ptr + base + f * n_spatial + s, (x * rstd).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def launch(x, *, BLOCK_S, num_warps, num_stages):
+    n_batch, n_features = x.shape[0], x.shape[1]
+    n_spatial = x.numel() // (n_batch * n_features)
+    y = torch.empty_like(x)
+    grid = (n_batch, triton.cdiv(n_spatial, BLOCK_S))
+    rmsnorm_kernel[grid](x, y, n_features, n_spatial, 1e-5, BLOCK_S=BLOCK_S,
+                         num_warps=num_warps, num_stages=num_stages)
+    return y

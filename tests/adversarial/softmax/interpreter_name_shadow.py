@@ -1,0 +1,43 @@
+"""Probe (a module name the interpreter overrides inside kernels): the interpreter's rewrite of a
+kernel needs the name `interpreter_semantic` in the kernel's globals, and the verifier sets it
+after copying the module's names.  A module constant of that name passes the static gate, and in
+the kernel the name then resolves to the interpreter's semantic object, whose `cast` (an allowed
+attribute name) is called directly here: kernel code reaches an interpreter internal by a name
+the static gate accepted.  Its methods still build through the verifier's hooked builder."""
+import torch
+import triton
+import triton.language as tl
+
+PARAMS = {"BLOCK_N": [1024], "num_warps": [4], "num_stages": [1]}
+
+interpreter_semantic = 0
+
+
+@triton.jit
+def softmax_online(x_ptr, y_ptr, n_cols, stride_x, stride_y, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    m = tl.full([BLOCK_N], float("-inf"), dtype=tl.float32)
+    s = tl.zeros([BLOCK_N], dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK_N):
+        mask = start + cols < n_cols
+        x = tl.load(x_ptr + row * stride_x + start + cols, mask=mask, other=float("-inf"))
+        m_new = tl.maximum(m, x)
+        alpha = tl.where(m_new == float("-inf"), 0.0, tl.exp(m - m_new))
+        s = s * alpha + tl.where(mask, tl.exp(x - m_new), 0.0)
+        m = m_new
+    row_max = tl.max(m, axis=0)
+    row_sum = tl.sum(s * tl.exp(m - row_max), axis=0)
+    for start in range(0, n_cols, BLOCK_N):
+        mask = start + cols < n_cols
+        x = tl.load(x_ptr + row * stride_x + start + cols, mask=mask, other=float("-inf"))
+        y = interpreter_semantic.cast(tl.exp(x - row_max) / row_sum, tl.float32)
+        tl.store(y_ptr + row * stride_y + start + cols, y, mask=mask)
+
+
+def launch(x, *, BLOCK_N, num_warps, num_stages):
+    n_rows, n_cols = x.shape
+    y = torch.empty_like(x)
+    softmax_online[(n_rows,)](x, y, n_cols, x.stride(0), y.stride(0), BLOCK_N=BLOCK_N,
+                              num_warps=num_warps, num_stages=num_stages)
+    return y

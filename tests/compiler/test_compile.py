@@ -1,0 +1,150 @@
+"""compile_candidate on real kernels: seeds on sm_90 / sm_80 / gfx942, errors, spills, cache, asm."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kernelfoundry.candidate import default_config, parse_param_space
+from kernelfoundry.compiler import CompileReport, compile_candidate
+from kernelfoundry.compiler.asm import write_asm
+from kernelfoundry.compiler.capture import capture_task_signatures
+from kernelfoundry.task import load_task
+
+from .conftest import KERNELS, REPO, capture_module
+
+TARGET_HARDWARE = ["h100", "a100", "mi300x"]
+
+
+def _seed_cases():
+    out = []
+    for path in sorted((REPO / "experiments/tasks").glob("*.yaml")):
+        task = load_task(path)
+        for seed_path, source in task.seed_sources():
+            out.append((task.name, seed_path.name))
+    return out
+
+
+@pytest.fixture(scope="module")
+def seed_reports(compile_cache):
+    """Every seed's default config compiled for sm_90, sm_80 and gfx942 (one report per task seed)."""
+    reports = {}
+    for task_name, seed_name in _seed_cases():
+        task = load_task(REPO / "experiments/tasks" / f"{task_name}.yaml")
+        source = dict((p.name, s) for p, s in task.seed_sources())[seed_name]
+        sigs = capture_task_signatures(source, task, [default_config(parse_param_space(source))])
+        reports[(task_name, seed_name)] = compile_candidate(source, sigs, TARGET_HARDWARE + ["ascend910b2"],
+                                                           cache=compile_cache)
+    return reports
+
+
+def test_every_seed_compiles_for_sm90_sm80_gfx942(seed_reports):
+    failures = {case: {h: r.hardware[h].reason for h in TARGET_HARDWARE if r.hardware[h].status != "ok"}
+                for case, r in seed_reports.items()}
+    assert not any(failures.values()), failures
+    for report in seed_reports.values():
+        assert [report.hardware[h].target for h in TARGET_HARDWARE] == ["cuda:90:32", "cuda:80:32", "hip:gfx942:64"]
+        for name in TARGET_HARDWARE:
+            for cfg in report.hardware[name].configs.values():
+                for kernel in cfg.kernels:
+                    res = kernel.resources
+                    assert res is not None and 0 < res.registers <= (255 if name != "mi300x" else 512)
+                    assert res.vendor == ("amd" if name == "mi300x" else "nvidia")
+                    assert set(kernel.artifacts) >= ({"amdgcn", "hsaco"} if name == "mi300x" else {"ptx", "cubin"})
+
+
+def test_hardware_without_backend_is_reported_not_failed(seed_reports):
+    report = seed_reports[("softmax", "softmax_naive.py")]
+    npu = report.hardware["ascend910b2"]
+    assert npu.status == "no_backend" and npu.target is None and not npu.configs
+    assert "no Triton backend for this hardware in the installed wheel" in npu.reason
+    assert report.compiled_anywhere and report.failure_reason == ""
+    only_npu = CompileReport.from_dict({**report.to_dict(), "hardware": {"ascend910b2": npu.to_dict()}})
+    assert only_npu.compiled_anywhere                    # nothing to compile is not a compile failure
+
+
+def test_matmul_seed_uses_tensor_cores(seed_reports):
+    report = seed_reports[("matmul", "matmul_naive.py")]
+    families = {h: report.hardware[h].configs[next(iter(report.hardware[h].configs))].kernels[0].resources.tensor_core
+                for h in TARGET_HARDWARE}
+    assert families == {"h100": "mma.sync", "a100": "mma.sync", "mi300x": "mfma"}    # 16x16 tiles: no wgmma
+
+
+def test_cached_second_call_runs_no_job(seed_reports, compile_cache):
+    task = load_task(REPO / "experiments/tasks/relu.yaml")
+    source = task.seed_sources()[0][1]
+    sigs = capture_task_signatures(source, task, [default_config(parse_param_space(source))])
+    before = compile_cache.stats()
+    again = compile_candidate(source, sigs, TARGET_HARDWARE, cache=compile_cache)
+    assert again.cache_misses == 0 and again.cache_hits == 3 and again.job == {}
+    assert all(k.cached for h in again.hardware.values() for c in h.configs.values() for k in c.kernels)
+    after = compile_cache.stats()
+    assert after["hits"] == before["hits"] + 3 and after["writes"] == before["writes"]
+    first = seed_reports[("relu", "relu_naive.py")]
+    for name in TARGET_HARDWARE:
+        (a,) = [k for c in first.hardware[name].configs.values() for k in c.kernels]
+        (b,) = [k for c in again.hardware[name].configs.values() for k in c.kernels]
+        assert (a.key, a.resources, a.artifacts) == (b.key, b.resources, b.artifacts)
+
+
+def test_report_round_trips_through_json(seed_reports):
+    report = seed_reports[("cross_entropy", "cross_entropy_naive.py")]
+    data = json.loads(json.dumps(report.to_dict()))
+    assert CompileReport.from_dict(data).to_dict() == report.to_dict()
+    (cfg,) = report.hardware["h100"].configs.values()
+    assert [k.kernel for k in cfg.kernels] == ["row_loss_kernel", "mean_kernel"]
+
+
+def test_compiler_error_is_reported_per_hardware(compile_cache):
+    import torch
+    sigs = capture_module(KERNELS / "small_dot.py", [torch.empty((8, 8), dtype=torch.float16)] * 2)
+    source = (KERNELS / "small_dot.py").read_text()
+    report = compile_candidate(source, sigs, TARGET_HARDWARE, cache=compile_cache)
+    for name in ("h100", "a100"):
+        hw = report.hardware[name]
+        assert hw.status == "error"
+        assert "Input shapes should have M >= 1, N >= 1 and K >= 16" in hw.reason
+        assert "tl.dot(a, b)" in hw.reason                      # the source line, with a caret under it
+    assert report.hardware["mi300x"].status == "ok"          # AMD lowers small dots with FMAs
+    assert report.compiled_anywhere
+    nvidia_only = compile_candidate(source, sigs, ["h100"], cache=compile_cache)
+    assert not nvidia_only.compiled_anywhere and nvidia_only.cache_misses == 0       # errors are cached too
+    assert nvidia_only.failure_reason.startswith("h100 (cuda:90:32): config default: small_dot_kernel: "
+                                                 "CompilationError")
+
+
+def test_huge_block_spills_and_asm(compile_cache, tmp_path):
+    import torch
+    source = (KERNELS / "row_softmax.py").read_text()
+    sigs = capture_module(KERNELS / "row_softmax.py", [torch.empty((4, 32768))],
+                          {"BLOCK_N": 32768, "num_warps": 4, "num_stages": 1})
+    report = compile_candidate(source, sigs, ["h100", "mi300x"], cache=compile_cache)
+    (kernel,) = report.hardware["h100"].configs["default"].kernels
+    res = kernel.resources
+    assert res.stack_bytes > 0 and res.spill_store_bytes > 0 and res.spilled
+    assert res.mix_source == "sass" and res.spill_instructions > 0        # spills: SASS disassembled
+    assert res.global_load_bits == {128: 64} and res.sfu_instructions >= 256
+    assert "B spilled" in res.summary()
+    files = write_asm(report, tmp_path / "asm", cache=compile_cache)
+    names = sorted(str(p.relative_to(tmp_path / "asm")) for p in files)
+    assert names == ["h100/resources.json", "h100/row_softmax_kernel.ptx", "h100/row_softmax_kernel.sass",
+                     "mi300x/resources.json", "mi300x/row_softmax_kernel.amdgcn"]
+    assert "STL" in (tmp_path / "asm/h100/row_softmax_kernel.sass").read_text()
+    summary = json.loads((tmp_path / "asm/h100/resources.json").read_text())
+    assert summary["kernels"][0]["resources"]["stack_bytes"] == res.stack_bytes
+
+
+def test_shared_memory_limit_makes_a_config_invalid_on_smaller_gpus(compile_cache):
+    import torch
+    source = (KERNELS / "big_tile_matmul.py").read_text()
+    a = torch.empty((1024, 1024), dtype=torch.float16)
+    sigs = capture_module(KERNELS / "big_tile_matmul.py", [a, a])
+    report = compile_candidate(source, sigs, ["h100", "a100", "mi300x"], cache=compile_cache)
+    shared = {h: report.hardware[h].configs["default"].kernels[0].resources.shared_bytes for h in report.hardware}
+    assert shared == {"h100": 4 * 49152, "a100": 3 * 49152, "mi300x": 3 * 49152}   # stages buffered per target
+    assert report.hardware["h100"].configs["default"].kernels[0].resources.tensor_core == "wgmma"
+    assert report.hardware["h100"].status == report.hardware["a100"].status == "ok"
+    mi300x = report.hardware["mi300x"]
+    assert mi300x.status == "error" and "out of resources on mi300x" in mi300x.reason
+    assert "needs 147456 B of shared memory per program, the hardware allows 65536 B" in mi300x.reason

@@ -1,0 +1,57 @@
+"""The dense program: one sampled program per launch runs every loop trip, and its count corrects
+what the other programs' sparse trip samples missed (work on rare trips)."""
+
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"   # before anything imports triton
+
+from pathlib import Path
+
+import pytest
+
+from kernelfoundry.evaluate.inprocess import trace_trusted
+from kernelfoundry.evaluate.trace_counts import DenseLift, ProgramCounts
+from kernelfoundry.task import task_from_dict
+
+KERNELS = Path(__file__).resolve().parent / "kernels"
+ROWS, BLOCKS, BLOCK = 64, 128, 32
+RARE = task_from_dict({
+    "name": "rare", "reference": "import torch\ndef reference(x):\n    return x.view(-1, %d, %d).sum(1)\n" % (BLOCKS, BLOCK),
+    "inputs": {"x": {"shape": ["R", BLOCKS * BLOCK], "dtype": "float32"}},
+    "shapes": {"check": [{"R": 2}], "target": [{"R": ROWS}]},
+    "tolerance": {"atol": 1e-4, "rtol": 1e-4}, "seeds": [str(KERNELS / "rare_heavy_trips.py")]})
+
+
+def test_dense_lift_corrects_what_the_sparse_samples_missed():
+    from kernelfoundry.evaluate.trace_counts import DenseLift, ProgramCounts
+
+    def counts(load, flops, reduction):
+        c = ProgramCounts(1)
+        c.traffic[0, 0] = load
+        c.dot_flops["fp32"] = flops
+        c.ops["reduction"] = reduction
+        return c
+
+    dense, sparse_view = counts(200.0, 100.0, 50.0), counts(100.0, 95.0, 0.0)
+    lift = DenseLift(dense, sparse_view)
+    other = counts(100.0, 95.0, 0.0)
+    lift.apply(other)
+    assert other.traffic[0, 0] == 200.0             # half the loads sat on unsampled trips: scaled by 2
+    assert other.dot_flops["fp32"] == 95.0          # within LIGHTER: sampling noise, left alone
+    assert other.ops["reduction"] == 50.0           # none sampled at all: raised by the dense count
+    assert lift.lifted
+    same = DenseLift(counts(100.0, 95.0, 0.0), counts(100.0, 95.0, 0.0))
+    untouched = counts(100.0, 95.0, 0.0)
+    same.apply(untouched)
+    assert untouched.traffic[0, 0] == 100.0 and not same.lifted
+
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_work_on_rare_trips_is_counted(seed):
+    # every 16th trip of a 128-trip loop loads the 16 blocks of its group; the others load nothing
+    gate, (trace,) = trace_trusted((KERNELS / "rare_heavy_trips.py").read_text(), RARE, [{"BLOCK": BLOCK}],
+                                   seed=seed, trace_programs=4, timeout=60.0)
+    assert gate.passed, gate.reason
+    (launch,) = trace.launches
+    assert launch.traffic["x_ptr"].load_bytes == pytest.approx(BLOCKS * BLOCK * 4, rel=0.01)

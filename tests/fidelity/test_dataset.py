@@ -1,0 +1,74 @@
+"""Dataset and thresholds files: the loader accepts the committed files and names bad fields."""
+
+import pytest
+import yaml
+
+from kernelfoundry.fidelity.dataset import (FidelityError, is_dataset_file, load_dataset, load_thresholds)
+from kernelfoundry.fidelity.__main__ import dataset_paths
+
+from .common import FIDELITY_DIR, DATASETS
+
+
+def test_committed_datasets_load():
+    names = {load_dataset(p).name for p in DATASETS}
+    assert {"kernelbench_h100", "liger_a100", "liger_a100_eager"} <= names
+    kb = load_dataset(FIDELITY_DIR / "kernelbench_h100.yaml")
+    assert len(kb.rows) == 137 and kb.predictor == "eager" and kb.hardware == "h100"
+    assert sum(r.weight < 1 for r in kb.rows) == 3                  # the three noisy problems
+    lg = load_dataset(FIDELITY_DIR / "liger_a100.yaml")
+    assert lg.predictor == "kernel" and all(r.task.is_file() and r.kernel.is_file() for r in lg.rows)
+    assert all(load_thresholds(load_dataset(p)) for p in DATASETS)
+
+
+def test_cli_path_expansion_skips_tasks_thresholds_and_kernels():
+    paths = dataset_paths([str(p) for p in sorted(FIDELITY_DIR.iterdir())])
+    assert sorted(p.name for p in paths) == sorted(p.name for p in DATASETS)
+    assert not is_dataset_file(FIDELITY_DIR / "kernelbench_h100.thresholds.yaml")
+    assert not is_dataset_file(FIDELITY_DIR / "liger" / "rope.yaml")
+
+
+def _write(tmp_path, name="ds", **changes):
+    data = {"dataset": name, "predictor": "eager", "hardware": "h100", "timing": "kernelbench",
+            "rows": [{"id": "a", "kind": "elementwise", "measured_ms": 1.0,
+                      "reference": "def reference(x):\n    return x + 1\n",
+                      "inputs": {"x": {"shape": [4, 4], "dtype": "float32"}}}]}
+    for k, v in changes.items():
+        if v is None:
+            data.pop(k)
+        else:
+            data[k] = v
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize("changes,pattern", [
+    ({"predictor": "magic"}, r"ds.yaml: field 'predictor' must be one of eager, kernel"),
+    ({"timing": "stopwatch"}, r"field 'timing' must be one of"),
+    ({"dataset": "other"}, r"field 'dataset' must equal the file's stem 'ds'"),
+    ({"bogus": 1}, r"unknown field\(s\) 'bogus'"),
+    ({"rows": []}, r"field 'rows' must be a non-empty list"),
+    ({"rows": [{"id": "a", "kind": "x", "measured_ms": -1, "reference": "def reference(x): return x",
+                "inputs": {"x": {"shape": [2]}}}]}, r"field 'rows\[0\].measured_ms' must be a positive number"),
+    ({"rows": [{"id": "a", "kind": "x", "measured_ms": 1, "reference": "def reference(x): return x",
+                "inputs": {"x": {"shape": [2], "dtype": "float8"}}}]}, r"rows\[0\].inputs.x.dtype' is 'float8'"),
+    ({"predictor": "kernel", "rows": [{"id": "a", "kind": "x", "measured_ms": 1, "task": "nope.yaml",
+                                       "kernel": "k.py", "shape": {"N": 1}}]}, r"rows\[0\].task' names .*nope.yaml"),
+])
+def test_loader_errors_name_file_and_field(tmp_path, changes, pattern):
+    with pytest.raises(FidelityError, match=pattern):
+        load_dataset(_write(tmp_path, **changes))
+
+
+def test_repeated_ids_and_bad_thresholds_are_refused(tmp_path):
+    row = {"id": "a", "kind": "x", "measured_ms": 1.0, "reference": "def reference(x):\n    return x\n",
+           "inputs": {"x": {"shape": [2]}}}
+    with pytest.raises(FidelityError, match=r"rows\[1\].id' repeats the id 'a'"):
+        load_dataset(_write(tmp_path, rows=[row, row]))
+    ds = load_dataset(_write(tmp_path))
+    ds.thresholds_path.write_text("geomean_error_max: 0.5\n")
+    with pytest.raises(FidelityError, match=r"ds.thresholds.yaml: field 'geomean_error_max' must be a number in"):
+        load_thresholds(ds)
+    ds.thresholds_path.write_text("speed: 1\n")
+    with pytest.raises(FidelityError, match=r"unknown field 'speed'"):
+        load_thresholds(ds)
