@@ -68,8 +68,8 @@ CREATE TABLE IF NOT EXISTS prompts (
 """
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=_json_default)
+def _dumps(value: Any, sort_keys: bool = True) -> str:
+    return json.dumps(value, sort_keys=sort_keys, default=_json_default)
 
 
 def _json_default(value: Any) -> Any:
@@ -142,7 +142,8 @@ class RunStore:
 
     # -- meta -------------------------------------------------------------
     def set_meta(self, key: str, value: Any) -> None:
-        self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, _dumps(value)))
+        # key order kept: a task's inputs are a mapping in launch order
+        self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, _dumps(value, sort_keys=False)))
 
     def get_meta(self, key: str, default: Any = None) -> Any:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

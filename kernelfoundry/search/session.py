@@ -30,7 +30,11 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
             store = open_run_store(run_dir)
             cleanup.callback(store.close)
             stored = store.get_meta("config") or {}
-            task = task_from_dict(store.get_meta("task"), check_files=False)
+            stored_task = store.get_meta("task")
+            if list(stored_task) == sorted(stored_task) and len(stored_task.get("inputs", {})) > 1:
+                raise UserError(f"--resume {run_dir}: this run was stored by an older KernelFoundry that sorted the "
+                                "task's inputs by name, so their launch order is lost; start a new run.")
+            task = task_from_dict(stored_task, check_files=False)
             if cfg.task is not None and load_task(cfg.task).name != task.name:
                 raise UserError(f"--resume {run_dir} is a run of task '{task.name}', not of {cfg.task}.")
             _check_resume_options(cfg, stored, run_dir)

@@ -1,6 +1,7 @@
 """Run store round trips, archive cells and statuses, and parent selection strategies."""
 
 import math
+from pathlib import Path
 from collections import Counter
 
 from kernelfoundry.search.archive import IMPROVED, NEW_CELL, NOT_ADDED, ArchiveSpec, KernelArchive
@@ -93,3 +94,15 @@ def test_greedy_and_random_strategies():
     state.note(9, False, None, "correctness")
     fixes = [Selector("map-elites", seed=0, p_fix=1.0).choose(a, state)]
     assert fixes[0].kind == "fix" and fixes[0].parent_id == 9
+
+
+def test_a_stored_task_keeps_its_inputs_in_launch_order(tmp_path):
+    from kernelfoundry.task import load_task, task_from_dict
+    task = load_task(Path(__file__).resolve().parents[2] / "experiments" / "tasks" / "layernorm.yaml")          # x, weight, bias: not alphabetical
+    store = RunStore(tmp_path / "run.sqlite")
+    store.set_meta("task", task.to_dict())
+    store.close()
+    store = RunStore(tmp_path / "run.sqlite", create=False)
+    back = task_from_dict(store.get_meta("task"), check_files=False)
+    assert [s.name for s in back.inputs] == [s.name for s in task.inputs] == ["x", "weight", "bias"]
+
