@@ -75,6 +75,8 @@ def _rows(db: Path) -> list[tuple]:
     conn = sqlite3.connect(db)
     try:
         return conn.execute("SELECT id, source, passed, objective FROM candidates ORDER BY id").fetchall()
+    except sqlite3.OperationalError:        # the file exists, its tables are not created yet
+        return []
     finally:
         conn.close()
 
