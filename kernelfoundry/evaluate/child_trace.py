@@ -217,6 +217,10 @@ class TraceSession(Session):
         ev = self._program
         ev.max_block = max(ev.max_block, block_elems)
         trip = CONTROL.current_trip
+        if CONTROL.off_sparse_plan:         # the dense program's extra trips: element counts only
+            for tensor, addrs in parts:
+                ev.accesses.append((KINDS[kind], self._tensor_index[tensor.name], site, trip, int(addrs.size), 0))
+            return
         for tensor, addrs in parts:
             sectors = np.unique((addrs - tensor.data_ptr) >> 5)
             ev.accesses.append((KINDS[kind], self._tensor_index[tensor.name], site, trip, int(addrs.size),

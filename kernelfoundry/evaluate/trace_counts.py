@@ -174,39 +174,54 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
 
 
 class DenseLift:
-    """What the sparse loop samples missed in the launch's dense program, applied to the others.
+    """What the sparse loop samples missed in the launch's dense program, applied to every program.
 
-    For every count (bytes and sectors per tensor and kind, dot flops per dtype, op elements per
-    kind) the dense program's full count *d* is set against its sparse-view estimate *s*.  Where
-    ``s < LIGHTER * d`` the sparse samples missed work that sits on unsampled trips (work on rare
-    trips, say), and every other program's count is scaled by ``d / s`` (or raised by *d* where
-    ``s`` is 0).  An honest loop whose trips do equal work has ``s == d``: nothing changes.
+    The dense program records element counts (not addresses) in the trips the others skipped.  For
+    each count (load and store bytes per tensor, dot flops per dtype, op elements per kind) its full
+    count *d* is set against its sparse-view estimate *s*.  Where ``s < LIGHTER * d`` the sparse
+    samples missed work that sits on unsampled trips (work on rare trips, say), and every program's
+    count is scaled by ``d / s`` (or raised by *d* where ``s`` is 0); a tensor's sectors and distinct
+    bytes follow its bytes.  An honest loop whose trips do equal work has ``s == d``: nothing changes.
     """
 
-    def __init__(self, dense: ProgramCounts, sparse: ProgramCounts):
-        self.dense, self.sparse = dense, sparse
-        self.lifted = False
+    BYTE_COLUMNS = ((_LOAD_BYTES, _LOAD_SECTORS, _UNIQUE_LOAD), (_STORE_BYTES, _STORE_SECTORS, _UNIQUE_STORE))
+
+    def __init__(self, full: ProgramCounts, sparse: ProgramCounts):
+        # (multiplier or 0.0 to add, the full count) per count, decided once from the dense program
+        self.traffic = [(i, cols, factor, full.traffic[i, cols[0]])
+                        for i in range(full.traffic.shape[0]) for cols in self.BYTE_COLUMNS
+                        for factor in [self._factor(full.traffic[i, cols[0]], sparse.traffic[i, cols[0]])]
+                        if factor is not None]
+        self.dots = {d: (f, v) for d, v in full.dot_flops.items()
+                     for f in [self._factor(v, sparse.dot_flops.get(d, 0.0))] if f is not None}
+        self.ops = {k: (f, v) for k, v in full.ops.items() for f in [self._factor(v, sparse.ops.get(k, 0.0))]
+                    if f is not None}
+
+    @property
+    def lifted(self) -> bool:
+        return bool(self.traffic or self.dots or self.ops)
 
     @staticmethod
-    def _fix(value: float, d: float, s: float) -> float | None:
+    def _factor(d: float, s: float) -> float | None:
+        """Multiplier for a count whose full value is *d* and sparse estimate *s* (0.0: add *d*)."""
         if d <= 0 or s >= LIGHTER * d:
             return None
-        return value * (d / s) if s > 0 else value + d
+        return d / s if s > 0 else 0.0
 
     def apply(self, counts: ProgramCounts) -> None:
-        d, s = self.dense, self.sparse
-        for i, j in zip(*np.nonzero(d.traffic)):
-            fixed = self._fix(counts.traffic[i, j], d.traffic[i, j], s.traffic[i, j])
-            if fixed is not None:
-                counts.traffic[i, j], self.lifted = fixed, True
-        for dtype, flops in d.dot_flops.items():
-            fixed = self._fix(counts.dot_flops.get(dtype, 0.0), flops, s.dot_flops.get(dtype, 0.0))
-            if fixed is not None:
-                counts.dot_flops[dtype], self.lifted = fixed, True
-        for kind, amount in d.ops.items():
-            fixed = self._fix(counts.ops[kind], amount, s.ops.get(kind, 0.0))
-            if fixed is not None:
-                counts.ops[kind], self.lifted = fixed, True
+        for i, (nbytes, sectors, unique), factor, full in self.traffic:
+            row = counts.traffic[i]
+            if factor:
+                row[[nbytes, sectors, unique]] *= factor
+            else:
+                row[nbytes] += full
+                row[sectors] += full / SECTOR_BYTES
+                row[unique] += full
+        for dtype, (factor, full) in self.dots.items():
+            old = counts.dot_flops.get(dtype, 0.0)
+            counts.dot_flops[dtype] = old * factor if factor else old + full
+        for kind, (factor, full) in self.ops.items():
+            counts.ops[kind] = counts.ops[kind] * factor if factor else counts.ops[kind] + full
 
 
 def unanchored(counts: list[ProgramCounts], n_tensors: int) -> set[int]:
@@ -258,18 +273,18 @@ def build_launch_trace(record: dict[str, Any], blob: BlobReader) -> LaunchTrace:
              "sampled programs are out of range")
     counts, lift = [], None
     for p in programs:
-        c = count_program(p, tensors, blob)
         if p.get("dense") is True:
             _require(lift is None, "two dense programs in one launch")
-            s = count_program(p, tensors, blob, sparse_view=True)
-            # the anchor check compares what programs read at the same sampled trips; the dense program's
-            # trips followed each other, so state carried across trips (an advanced pointer) differs
-            lift, c.signatures = DenseLift(c, s), {}
+            # counted like the others (its sparse-plan trips), and in full for the lift; left out of the
+            # anchor check: its trips followed each other, so carried state (an advanced pointer) differs
+            c = count_program(p, tensors, blob, sparse_view=True)
+            lift, c.signatures = DenseLift(count_program(p, tensors, blob), c), {}
+        else:
+            c = count_program(p, tensors, blob)
         counts.append(c)
     if lift is not None:
         for c in counts:
-            if c is not lift.dense:
-                lift.apply(c)
+            lift.apply(c)
     weights = program_weights(sampled, num_programs) if sampled else []
 
     def mean(value) -> float:

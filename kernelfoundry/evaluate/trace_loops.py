@@ -26,7 +26,8 @@ in full and record their trip count, so they cost what ``for`` loops cost.
 
 One sampled program per launch is *dense*: its loops run every trip (up to
 :data:`DENSE_TRIPS` per loop, a random sample of that many beyond; at most
-:data:`DENSE_BUDGET` trips per program) and also record the sparse plan the other
+:data:`DENSE_BUDGET` dense trips per loop site and program, so nested loops cannot use up
+the budget of the loops after them) and also record the sparse plan the other
 programs used, so the judge can see what the sparse samples missed there (work
 that sits on rare trips) and correct every program's estimate (``trace_counts``).
 """
@@ -44,9 +45,10 @@ from .hack_policy import KERNEL_BUILTINS
 
 HEAD, MIDDLE, TAIL = 2, 3, 1
 #: The dense program runs up to this many trips of one loop (a random sample of them beyond) ...
-DENSE_TRIPS = 4096
-#: ... and at most this many dense trips in all (later loops sample as the other programs do).
-DENSE_BUDGET = 16384
+DENSE_TRIPS = 1024
+#: ... and at most this many dense trips per loop site in one program (later executions of that
+#: loop, e.g. an inner loop inside a long outer loop, sample as the other programs do).
+DENSE_BUDGET = 4096
 #: A single ``while`` loop execution may run at most this many trips.
 WHILE_TRIP_LIMIT = 100_000
 FOR_HELPER, WHILE_BEGIN, WHILE_TEST, WHILE_END = "_kf_for", "_kf_while_begin", "_kf_while_test", "_kf_while_end"
@@ -107,18 +109,26 @@ class LoopControl:
     def reset(self, program_key: str = "") -> None:
         self.execs: list[LoopExec] = []
         self.trips: list[tuple[int, int]] = [(-1, 0)]      # trip id -> (exec index, trip index); id 0: none
+        self.trip_sparse: list[bool] = [True]               # trip id -> on the sparse plan (its parents too)
         self.stack: list[int] = [0]
         self.open_whiles: list[tuple[int, int]] = []        # (exec index, depth of self.stack at begin)
         self.epoch = getattr(self, "epoch", 0) + 1
         self.rng = random.Random(f"{self.seed}:{program_key}")
         self.dense_rng = random.Random(f"{self.seed}:{program_key}:dense")   # leaves the sparse plans alone
-        self.dense, self.dense_left = False, DENSE_BUDGET
+        self.dense = False
+        self.dense_left: dict[str, int] = {}               # loop site -> dense trips it may still run
         self.plans: dict[int, list[int]] = {}
         self.dense_plans: dict[int, list[int]] = {}
 
     @property
     def current_trip(self) -> int:
         return self.stack[-1]
+
+    @property
+    def off_sparse_plan(self) -> bool:
+        """The dense program is in a trip the other programs did not run (the judge needs its counts,
+        not its addresses)."""
+        return self.dense and not self.trip_sparse[self.stack[-1]]
 
     def iterate(self, iterable: Any, loop: str):
         if not self.sampling:
@@ -130,16 +140,18 @@ class LoopControl:
         if plan is None:                 # one plan per trip count: passes over the same data sample the
             plan = self.plans[n] = trip_plan(n, self.rng)   # same trips, so re-reads stay re-reads
         sparse: list[int] = []
-        if self.dense and len(plan) < n and self.dense_left > 0:
+        if self.dense and len(plan) < n and self.dense_left.get(loop, DENSE_BUDGET) > 0:
             dense = self.dense_plans.get(n)  # one dense plan per trip count too (re-reads stay re-reads)
             if dense is None:
                 dense = self.dense_plans[n] = dense_plan(n, plan, self.dense_rng)
             sparse, plan = plan, dense
-            self.dense_left -= len(plan)
+            self.dense_left[loop] = self.dense_left.get(loop, DENSE_BUDGET) - len(plan)
         self.execs.append(LoopExec(loop=loop, kind="for", n=n, parent=self.current_trip, plan=plan, sparse=sparse))
         exec_index, epoch = len(self.execs) - 1, self.epoch
+        on_sparse, sparse_set = self.trip_sparse[self.current_trip], set(sparse)
         for index in plan:
             self.trips.append((exec_index, index))
+            self.trip_sparse.append(on_sparse and (not sparse_set or index in sparse_set))
             self.stack.append(len(self.trips) - 1)
             try:
                 yield items[index]

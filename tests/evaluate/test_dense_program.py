@@ -23,28 +23,27 @@ RARE = task_from_dict({
 
 
 def test_dense_lift_corrects_what_the_sparse_samples_missed():
-    from kernelfoundry.evaluate.trace_counts import DenseLift, ProgramCounts
-
     def counts(load, flops, reduction):
         c = ProgramCounts(1)
-        c.traffic[0, 0] = load
+        c.traffic[0, 0] = load          # load bytes
+        c.traffic[0, 2] = load / 32     # load sectors
+        c.traffic[0, 4] = load          # distinct load bytes
         c.dot_flops["fp32"] = flops
         c.ops["reduction"] = reduction
         return c
 
-    dense, sparse_view = counts(200.0, 100.0, 50.0), counts(100.0, 95.0, 0.0)
-    lift = DenseLift(dense, sparse_view)
-    other = counts(100.0, 95.0, 0.0)
-    lift.apply(other)
-    assert other.traffic[0, 0] == 200.0             # half the loads sat on unsampled trips: scaled by 2
-    assert other.dot_flops["fp32"] == 95.0          # within LIGHTER: sampling noise, left alone
-    assert other.ops["reduction"] == 50.0           # none sampled at all: raised by the dense count
+    full, sparse_view = counts(200.0, 100.0, 50.0), counts(100.0, 95.0, 0.0)
+    lift = DenseLift(full, sparse_view)
+    for other in (counts(100.0, 95.0, 0.0), sparse_view):     # the dense program's own sparse view too
+        lift.apply(other)
+        assert list(other.traffic[0, [0, 2, 4]]) == [200.0, 200.0 / 32, 200.0]   # half sat on unsampled trips
+        assert other.dot_flops["fp32"] == 95.0          # within LIGHTER: sampling noise, left alone
+        assert other.ops["reduction"] == 50.0           # none sampled at all: raised by the full count
     assert lift.lifted
     same = DenseLift(counts(100.0, 95.0, 0.0), counts(100.0, 95.0, 0.0))
     untouched = counts(100.0, 95.0, 0.0)
     same.apply(untouched)
     assert untouched.traffic[0, 0] == 100.0 and not same.lifted
-
 
 
 @pytest.mark.parametrize("seed", [3, 11])
