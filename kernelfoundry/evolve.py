@@ -142,7 +142,7 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
     rows = [
         ("task", summary["task"]),
         ("candidates", f"{summary['n_candidates']} ({summary['n_correct']} correct)"),
-        ("best objective", "-" if best is None else f"{best:.3f}x over eager PyTorch (candidate "
+        ("best objective", "-" if best is None else f"{best:.3f}x over eager PyTorch, predicted (candidate "
                                                      f"{summary['best_candidate_id']})"),
         ("elites / coverage", f"{summary['num_elites']} / {summary['coverage']:.1%}"),
         ("QD-score", f"{summary['qd_score']:.3f}"),
@@ -152,6 +152,9 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
         ("hardware", ", ".join(summary["hardware"])),
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
     ]
+    for name, band in ((summary.get("model_error") or {}).get("hardware") or {}).items():
+        if band.get("note"):             # every objective is a prediction: say how far it can be trusted
+            rows.append((f"model ({name})", band["note"]))
     if summary.get("stop_reason"):
         rows.append(("stopped early", summary["stop_reason"]))
     if "prompts" in summary:

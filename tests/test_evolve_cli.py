@@ -155,3 +155,15 @@ def test_a_run_in_use_is_not_resumed_twice(tmp_path, capsys):
     # once it is free, the same command gets past the lock (to the next problem: this store has no task)
     assert main(["--resume", str(tmp_path), "--quiet"]) == 2
     assert "holds no task" in capsys.readouterr().err
+
+
+def test_printed_summary_says_the_objective_is_a_prediction_and_how_far_to_trust_it(capsys, tmp_path):
+    from kernelfoundry.evolve import print_summary
+    summary = {"task": "softmax", "n_candidates": 2, "n_correct": 2, "best_objective": 1.1, "best_candidate_id": 1,
+               "num_elites": 1, "coverage": 0.01, "qd_score": 1.1, "gate_failures": {},
+               "llm": {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0},
+               "hardware": ["h100"], "wall_seconds": 1.0,
+               "model_error": {"hardware": {"h100": {"note": "predicted; model error on 25 published measurements: ±14%"}}}}
+    print_summary(summary, tmp_path)
+    out = capsys.readouterr().out
+    assert "model (h100)" in out and "predicted; model error on 25 published measurements: ±14%" in out
