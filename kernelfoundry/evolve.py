@@ -43,6 +43,8 @@ class EvolveConfig:
     archives_root: Path = DEFAULT_ARCHIVES
     quiet: bool = False
     verdict_cache: Path | None = None     # shared by bench runs; see evaluate/verdict_cache.py
+    memory: Path | None = None             # experience memory file (None: $KERNELFOUNDRY_MEMORY or archives/)
+    memory_mode: str = "on"                # "on" (read and write), "write" (record only), "off"
     explicit: frozenset[str] = frozenset()  # options given on the command line (a resume checks them)
 
 
@@ -82,6 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-cost", type=float, metavar="USD", help="stop proposing once LLM spend reaches USD")
     p.add_argument("--max-kernel-configs", type=int, default=8,
                    help="kernel configs traced per candidate (block sizes etc.; hints are swept by the model)")
+    p.add_argument("--memory", type=Path, metavar="PATH",
+                   help="experience memory shared by runs (SQLite; default $KERNELFOUNDRY_MEMORY, else "
+                        "archives/memory.sqlite): operator priors, prompt credit, cold-start seeds from similar "
+                        "tasks; see docs/memory.md and `python -m kernelfoundry.memory stats`")
+    p.add_argument("--no-memory", dest="memory_mode", action="store_const", const="off", default="on",
+                   help="neither read nor write the experience memory (a cold, reproducible run)")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     return p
@@ -99,6 +107,8 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
     if args.max_cost is not None and args.max_cost < 0:
         raise UserError(f"--max-cost must be non-negative; got {args.max_cost}.")
     hardware = [h.strip() for h in args.hardware.split(",") if h.strip()] if args.hardware else None
+    if args.memory is not None and args.memory_mode == "off":
+        raise UserError(f"--memory {args.memory} and --no-memory contradict each other; give one.")
     if args.resume is not None and args.out is not None and Path(args.out).resolve() != Path(args.resume).resolve():
         raise UserError(f"--out {args.out} with --resume {args.resume}: a resumed run stays in its own "
                         "directory; drop --out.")
@@ -106,7 +116,8 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
                         resume=args.resume, hardware=hardware, models=list(args.models),
                         ray_address=args.ray_address, strategy=args.strategy,
                         prompt_evolution=args.prompt_evolution, tuning=args.tuning, max_cost=args.max_cost,
-                        max_kernel_configs=args.max_kernel_configs, prompt_dir=args.prompt_dir, quiet=args.quiet)
+                        max_kernel_configs=args.max_kernel_configs, prompt_dir=args.prompt_dir, quiet=args.quiet,
+                        memory=args.memory, memory_mode=args.memory_mode)
 
 
 def explicit_options(argv: list[str] | None) -> set[str]:

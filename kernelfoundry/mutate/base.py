@@ -57,6 +57,8 @@ class MutationRequest:
     target_cell: dict[str, Any] | None = None  # {"cell": [i, j], "description": "..."}
     seed: int = 0
     prompt: dict[str, Any] | None = None        # prompt variant (issue: meta-prompts), or None
+    operator_order: list[str] | None = None     # built-in operators to try first, in order (memory bandit)
+    experiences: list[dict[str, Any]] = field(default_factory=list)   # memory: similar tasks' valued edits
 
 
 @dataclass

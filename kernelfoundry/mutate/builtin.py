@@ -6,6 +6,8 @@ replacement, and returns the first edit that applies and yields a valid, differe
 source; when none does, an error :class:`Proposal` lists why each was skipped.
 Crossover of incompatible parents (different ``launch`` inputs) is refused; compatible
 parents with nothing to combine get a mutation of the first parent instead.
+When the request carries an ``operator_order`` (the driver's operator bandit, primed by the
+experience memory), the operators it names are tried in that order first.
 Operators and their bounds: ``docs/builtin_mutator.md``.
 """
 
@@ -107,6 +109,9 @@ class BuiltinMutator:
                     parent_ids: tuple[int, ...]) -> tuple[Proposal | None, list[str]]:
         """The first operator of *kind* (in seeded weighted order) that yields a valid edit."""
         ops = _draw_order([op for op in self.operators if op.kind == kind], rng)
+        if request.operator_order:          # the driver's bandit ranked them (kernelfoundry/memory/bandit.py)
+            rank = {name: i for i, name in enumerate(request.operator_order)}
+            ops.sort(key=lambda op: rank.get(op.name, len(rank)))
         skipped = []
         for op in ops:
             ctx = OpContext(module=module, rng=random.Random(rng.getrandbits(64)), parent=request.parent,

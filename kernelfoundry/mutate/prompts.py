@@ -126,7 +126,17 @@ def mutation_context(request: MutationRequest, mode: str) -> dict[str, Any]:
         "inspirations": [parent_context(p, shorten=True) for p in others],
         "target": (request.target_cell or {}).get("description"),
         "sections": section_list(variant.get("sections") or {}),
+        "experiences": [experience_context(e) for e in request.experiences[:MAX_INSPIRATIONS]],
     }
+
+
+def experience_context(exp: dict[str, Any]) -> dict[str, Any]:
+    """A remembered edit of a similar task (kernelfoundry.memory), shortened for a prompt."""
+    gain = exp.get("gain")
+    what = (f"{math.exp(gain):.2f}x faster than its parent" if isinstance(gain, (int, float)) and gain > 0
+            else "made a failing kernel correct")
+    return {"task": str(exp.get("task", "")), "what": what, "description": clip(exp.get("description"), 200),
+            "diff": clip(exp.get("diff"), 2500)}
 
 
 def task_context(task: Task) -> dict[str, Any]:

@@ -46,12 +46,13 @@ class SearchDriver:
 
     def __init__(self, *, task: Task, settings: SearchSettings, store: RunStore, run_dir: Path,
                  pool: WorkerPool, progress: ProgressLine, prompt_pool=None, llm_client=None,
-                 archive: KernelArchive | None = None, log: Callable[[str], None] | None = None):
+                 archive: KernelArchive | None = None, log: Callable[[str], None] | None = None, memory=None):
         self.task, self.settings, self.store, self.run_dir = task, settings, store, run_dir
         self.pool, self.progress = pool, progress
         self.prompt_pool, self.llm_client = prompt_pool, llm_client
         self.archive = archive or KernelArchive(seed=settings.seed)
         self.log = log or progress.message
+        self.memory = memory                                # kernelfoundry.memory.RunMemory, or None
         self.stats = RunStats.from_store(store)
         self.state = SelectionState()
         self.views: dict[int, ParentView] = {}          # passed candidates and recent failures
@@ -95,8 +96,11 @@ class SearchDriver:
                 self._evaluate_seeds(pending)
             self._steady_state()
         except BaseException:
+            self._remember_elites()
             self.write_summary(final=False)
             raise
+        else:
+            self._remember_elites()
         finally:
             self.progress.close()
         return self.write_summary(final=True)
@@ -175,6 +179,8 @@ class SearchDriver:
                "target_cell": choice.target_cell, "selection": choice.reason}
         if self.prompt_pool is not None:
             job["prompt"] = self.prompt_pool.sample()
+        if self.memory is not None:
+            job.update(self.memory.job_extras(job))
         self.pool.submit(worker, "propose", InFlight(job=job, stage="propose", worker=worker, started=time.time()),
                          job)
 
@@ -274,10 +280,16 @@ class SearchDriver:
         if row["source"] and (row["passed"] or row["gate"] in ("correctness", "trace", "load")):
             self.views[cid] = self._view(cid, row["source"], row["passed"], row["gate"], row["reason"],
                                          objective, row.get("descriptors"), row.get("hardware"))
+        if self.memory is not None:
+            self.memory.record(job, row)
         if self.prompt_pool is not None and job.get("prompt"):
             parent_obj = job["parent"].get("objective") if "parent" in job else None
             self.prompt_pool.credit(job["prompt"]["id"], parent_obj, objective if row["passed"] else None)
         return cid
+
+    def _remember_elites(self) -> None:
+        if self.memory is not None:
+            self.memory.record_elites(self.archive)
 
     # -- prompts, summary, progress ---------------------------------------
     def _maybe_evolve_prompts(self) -> None:
@@ -312,6 +324,8 @@ class SearchDriver:
             extra["prompts"] = self.prompt_pool.summary()
             self.store.save_prompts(self.prompt_pool.to_records())
         extra["model_error"] = _model_error(self.task, list(self.settings.hardware))
+        if self.memory is not None:
+            extra["memory"] = self.memory.summary()
         summary = self.stats.summary(task=self.task.name, archive=self.archive, hardware=self.settings.hardware,
                                      budget=self.settings.budget, extra=extra)
         self.store.set_meta("jobs_issued", self.job_counter)

@@ -47,6 +47,7 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
             task = load_task(cfg.task)
             run_dir = None
             seeds = [(p.name, src) for p, src in _read_seeds(task)]     # before a run directory exists
+            # memory seeds are added once the run directory exists (below) and stored with the others
         if cfg.prompt_dir:
             cfg.prompt_dir = Path(cfg.prompt_dir).resolve()     # stored absolute: --resume may run elsewhere
         hardware = cfg.hardware or list(task.hardware)
@@ -57,20 +58,28 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
                 raise
             raise UserError(f"task file {task.path or task.name}, field 'hardware': {exc}") from None
         mutator_spec, prompt_pool, llm_client, model_note = _mutator_setup(cfg, task, seeds)
+        memory = None
         if cfg.resume is None:
             run_dir = new_run_dir(task.name, out=cfg.out, root=cfg.archives_root)
             cleanup.callback(os.close, lock_run_dir(run_dir))
             store = RunStore(run_dir / STORE_NAME)
             cleanup.callback(store.close)
+            memory = _open_memory(cfg, task, hardware, run_dir, mutator_spec, progress, cleanup)
+            if memory is not None:
+                seeds += memory.cold_start_seeds(task, {src for _, src in seeds})
             cfg.hardware = hardware
             store.set_meta("task", task.to_dict())
             store.set_meta("config", config_to_meta(cfg))
             store.set_meta("archive_spec", spec_to_meta(ArchiveSpec.default()))
             store.set_meta("seeds", [list(s) for s in seeds])     # a resume evaluates those not stored yet
+        else:
+            memory = _open_memory(cfg, task, hardware, run_dir, mutator_spec, progress, cleanup)
         if prompt_pool is not None:
             records = store.load_prompts()
             if records:
                 prompt_pool = type(prompt_pool).from_records(records, prompt_dir=prompt_pool.prompt_dir, seed=cfg.seed)
+            elif memory is not None:
+                memory.prime_prompts(prompt_pool)
         progress.message(f"task {task.name}: budget {cfg.budget}, hardware {', '.join(hardware)}, "
                          f"strategy {cfg.strategy}; {model_note}")
         progress.message(f"run directory: {run_dir}")
@@ -99,7 +108,7 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
                                                                      seed=cfg.seed, hardware=hardware,
                                                                      strategy=cfg.strategy, max_cost=cfg.max_cost),
                                   store=store, run_dir=run_dir, pool=pool, progress=progress,
-                                  prompt_pool=prompt_pool, llm_client=llm_client,
+                                  prompt_pool=prompt_pool, llm_client=llm_client, memory=memory,
                                   archive=KernelArchive(spec_from_meta(store.get_meta("archive_spec")), seed=cfg.seed))
             summary = driver.run(seeds)
         except KeyboardInterrupt as exc:
@@ -118,6 +127,23 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
 RESUME_KEEPS = {"seed": "--seed", "hardware": "--hardware", "models": "--model", "strategy": "--strategy",
                 "prompt_evolution": "--no-prompt-evolution", "tuning": "--no-tuning",
                 "max_kernel_configs": "--max-kernel-configs", "prompt_dir": "--prompts"}
+
+
+def _open_memory(cfg, task: Task, hardware: list[str], run_dir: Path, mutator_spec: dict, progress,
+                 cleanup: contextlib.ExitStack):
+    """The run's view of the experience memory (docs/memory.md), or None with --no-memory."""
+    from ..memory import RunMemory, resolve_memory_path
+    path = resolve_memory_path(cfg.memory, cfg.archives_root, enabled=cfg.memory_mode != "off")
+    if path is None:
+        progress.message("memory: off")
+        return None
+    memory = RunMemory.open(path, task, hardware, run_dir, read=cfg.memory_mode == "on",
+                            builtin=mutator_spec.get("type") == "builtin", log=progress.message)
+    cleanup.callback(memory.close)
+    n_similar = sum(int(p.n) for p in memory.priors[2].values()) if memory.read else 0
+    progress.message(f"memory: {path} ({'read and write' if memory.read else 'write only'}; "
+                     f"{memory.sig.op_kind} task, {n_similar} weighted refine experiences of similar tasks)")
+    return memory
 
 
 def _check_resume_options(cfg, stored: dict[str, Any], run_dir: Path) -> None:

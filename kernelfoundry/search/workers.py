@@ -62,7 +62,8 @@ class KernelWorker:
             request = MutationRequest(
                 task=self.task, parent=ParentView(**job["parent"]), kind=job["kind"],
                 inspirations=[ParentView(**p) for p in job.get("inspirations", [])],
-                target_cell=job.get("target_cell"), seed=int(job["seed"]), prompt=job.get("prompt"))
+                target_cell=job.get("target_cell"), seed=int(job["seed"]), prompt=job.get("prompt"),
+                operator_order=job.get("operator_order"), experiences=list(job.get("experiences") or []))
             try:
                 proposal = self.mutator.propose(request)
             except Exception as exc:        # a mutator bug must not kill the run

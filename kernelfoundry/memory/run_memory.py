@@ -1,0 +1,194 @@
+"""What one search run does with the memory: the driver's only entry point to it.
+
+It reads priors when the run starts (operator bandit, prompt-variant credit, cold-start
+seeds), writes one experience per stored candidate as results arrive, and stores the
+run's elites when the run ends (or is interrupted).  A memory that fails mid-run (disk
+full, a lock held too long) is reported once and switched off: the run itself goes on.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any, Callable
+
+from .bandit import OperatorBandit, action_name
+from .signature import TaskSignature, signature_of
+from .store import ExperienceStore
+from .values import DRAFT, REFINE, gain_of, reward_of, stage_of
+
+#: experiences retrieved into an LLM prompt, and how many jobs a retrieval is reused for
+PROMPT_EXPERIENCES = 3
+RETRIEVAL_REUSE = 16
+COLD_START_SEEDS = 3
+ELITES_KEPT = 8
+#: prompt-variant credit taken from the memory counts as at most this many uses
+PROMPT_PRIOR_CAP = 5
+
+
+def launch_inputs(source: str) -> int | None:
+    """How many positional inputs the module's ``launch`` takes (None if it has none)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "launch":
+            return len(node.args.posonlyargs) + len(node.args.args)
+    return None
+
+
+def prompt_key(sections: dict[str, str] | None) -> str | None:
+    """A prompt variant's identity across runs: a hash of its sections."""
+    if not sections:
+        return None
+    text = "\n".join(f"{k}\n{v}" for k, v in sorted(sections.items()))
+    return "prompt:" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
+
+
+class RunMemory:
+    """The memory as one run sees it (see module docstring)."""
+
+    def __init__(self, store: ExperienceStore, sig: TaskSignature, run: str, *, read: bool = True,
+                 write: bool = True, builtin_operators: dict[str, tuple[str, float]] | None = None,
+                 log: Callable[[str], None] = print):
+        self.store, self.sig, self.run = store, sig, run
+        self.read, self.write, self.log = read, write, log
+        self.written = 0
+        self.cold_start: list[str] = []
+        self._retrieved: dict[int, tuple[int, list[dict[str, Any]]]] = {}
+        self.priors = {stage: store.priors(sig, stage) if read else {} for stage in (DRAFT, REFINE)}
+        self.bandit = OperatorBandit(builtin_operators, self.priors) if builtin_operators else None
+
+    @classmethod
+    def open(cls, path: str | Path, task, hardware: list[str], run_dir: Path, *, read: bool = True,
+             write: bool = True, builtin: bool = False, log: Callable[[str], None] = print) -> "RunMemory":
+        ops = None
+        if builtin:
+            from ..mutate.builtin import OPERATORS
+            ops = {op.name: (op.kind, float(op.weight)) for op in OPERATORS}
+        return cls(ExperienceStore(path), signature_of(task, hardware), str(run_dir), read=read, write=write,
+                   builtin_operators=ops, log=log)
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- before the search ------------------------------------------------------------
+    def cold_start_seeds(self, task, known_sources: set[str]) -> list[tuple[str, str]]:
+        """Elites of the most similar tasks whose launch fits *task*, as (name, source) seeds."""
+        if not self.read:
+            return []
+        out = []
+        for e in self.store.best_elites(self.sig, len(task.inputs), k=COLD_START_SEEDS + len(known_sources)):
+            if e["source"] in known_sources or launch_inputs(e["source"]) != len(task.inputs):
+                continue
+            out.append((f"memory:{e['task']}#{e['candidate_id']} (objective {e['objective']:.3f}, "
+                        f"similarity {e['similarity']:.2f})", e["source"]))
+            if len(out) == COLD_START_SEEDS:
+                break
+        self.cold_start = [name for name, _ in out]
+        return out
+
+    def prime_prompts(self, pool) -> int:
+        """Start each prompt variant's credit from its value in the memory; returns how many were primed."""
+        if not self.read or pool is None:
+            return 0
+        primed = 0
+        for v in pool.variants.values():
+            key = prompt_key(v.get("sections"))
+            prior = self.priors[REFINE].get(key) if key else None
+            if prior is None or prior.n <= 0 or v["credited"]:
+                continue
+            n = max(1, int(round(min(prior.n, PROMPT_PRIOR_CAP))))
+            v["credited"] += n
+            v["credit_sum"] += n * max(prior.mean, 0.0)
+            primed += 1
+        return primed
+
+    # -- per job ----------------------------------------------------------------------
+    def job_extras(self, job: dict[str, Any]) -> dict[str, Any]:
+        """What the memory adds to a job: the operator order (built-in) or experiences (LLM)."""
+        parent = job.get("parent") or {}
+        stage = stage_of(parent.get("passed"), job["kind"])
+        extras: dict[str, Any] = {}
+        if self.bandit is not None:
+            rng = random.Random(f"memory:{job['seed']}")
+            extras["operator_order"] = self.bandit.order(job["kind"], stage, rng)
+        elif self.read:                      # an LLM run: valued edits of similar tasks for the prompt
+            extras["experiences"] = self._experiences(stage)
+        return extras
+
+    def _experiences(self, stage: int) -> list[dict[str, Any]]:
+        uses, found = self._retrieved.get(stage, (RETRIEVAL_REUSE, []))
+        if uses >= RETRIEVAL_REUSE:
+            try:
+                found = self.store.top_experiences(self.sig, stage, PROMPT_EXPERIENCES)
+            except sqlite3.Error as exc:
+                self._fail("read", exc)
+                found = []
+            uses = 0
+        self._retrieved[stage] = (uses + 1, found)
+        return found
+
+    # -- per stored candidate ---------------------------------------------------------
+    def record(self, job: dict[str, Any], row: dict[str, Any]) -> None:
+        """One experience for a stored candidate; updates the bandit and the memory's values."""
+        parent = job.get("parent") or {}
+        kind = job["kind"]
+        stage = stage_of(parent.get("passed"), kind)
+        child_obj = row.get("objective") if row["passed"] else None
+        reward = reward_of(stage, row["passed"], parent.get("objective"), child_obj)
+        mutator = row.get("mutator") or "unknown"
+        if kind == "seed":
+            mutator = "memory-seed" if str(job.get("name", "")).startswith("memory:") else "seed"
+        if self.bandit is not None and mutator.startswith("builtin:"):
+            self.bandit.update(stage, mutator.split(":", 1)[1], reward)
+        if not self.write:
+            return
+        pkey = prompt_key((job.get("prompt") or {}).get("sections"))
+        actions = [mutator] + ([pkey] if pkey else [])
+        diff = ""
+        if parent.get("source") and row.get("source"):
+            diff = "".join(difflib.unified_diff(parent["source"].splitlines(True), row["source"].splitlines(True),
+                                                "parent", "child", n=2))
+        exp = {"run": self.run, "stage": stage, "action": mutator, "request_kind": kind, "prompt_key": pkey,
+               "parent_id": parent.get("id"), "parent_cell": parent.get("cell"),
+               "parent_objective": parent.get("objective"), "parent_passed": parent.get("passed") if parent else None,
+               "candidate_id": row.get("id"), "gate": row.get("gate"), "passed": row["passed"],
+               "objective": child_obj, "gain": gain_of(parent.get("objective"), child_obj), "reward": reward,
+               "description": row.get("description"), "diff": diff}
+        try:
+            self.store.add_experience(self.sig, exp, actions)
+            self.written += 1
+        except sqlite3.Error as exc:
+            self._fail("write", exc)
+
+    # -- at the end -------------------------------------------------------------------
+    def record_elites(self, archive) -> None:
+        if not self.write:
+            return
+        elites = sorted(archive.elites(), key=lambda e: -e.objective)[:ELITES_KEPT]
+        rows = [{"candidate_id": e.candidate_id, "objective": e.objective, "cell": list(e.cell),
+                 "n_inputs": launch_inputs(e.source) or 0, "source": e.source} for e in elites]
+        try:
+            self.store.record_elites(self.run, self.sig, rows)
+        except sqlite3.Error as exc:
+            self._fail("write", exc)
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": str(self.store.path), "read": self.read, "write": self.write,
+                               "signature": self.sig.to_dict(), "experiences_written": self.written,
+                               "cold_start_seeds": self.cold_start,
+                               "priors": {("draft" if s == DRAFT else "refine"): len(p) for s, p in self.priors.items()}}
+        if self.bandit is not None:
+            out["operators"] = self.bandit.summary()
+        return out
+
+    def _fail(self, what: str, exc: Exception) -> None:
+        if what == "write":
+            self.write = False
+        self.log(f"memory {self.store.path}: {what} failed ({exc}); the run goes on without memory {what}s.")

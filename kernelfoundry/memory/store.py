@@ -1,0 +1,322 @@
+"""The experience memory: one SQLite file shared by every run (docs/memory.md).
+
+Three tables.  ``experiences``: one row per stored candidate (task signature, parent,
+action, request kind, diff, outcome).  ``q_values``: Monte-Carlo value sums per
+(task signature, stage, action), updated with each experience, from which priors for a
+new task are pooled over similar signatures.  ``elites``: the best kernels of each
+finished run, the cold-start seeds of later runs.
+
+Concurrent runs (separate processes, bench workers) share the file safely: WAL mode,
+a 30 s busy timeout, and every write is one short ``BEGIN IMMEDIATE`` transaction whose
+value updates are increments (``n = n + 1``), so no update is lost to a race.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import UserError
+from .signature import TaskSignature, similarity
+
+SCHEMA_VERSION = 1
+#: a diff is kept up to this many characters (then cut, saying so), zlib-compressed
+MAX_DIFF_CHARS = 6000
+SIG_COLUMNS = ("task", "op_kind", "level", "dtypes", "shape_class", "hardware")
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS experiences (
+    id INTEGER PRIMARY KEY, created_at REAL NOT NULL, run TEXT NOT NULL,
+    {", ".join(f"{c} {'INTEGER' if c == 'level' else 'TEXT'} NOT NULL" for c in SIG_COLUMNS)},
+    stage INTEGER NOT NULL, action TEXT NOT NULL, request_kind TEXT NOT NULL, prompt_key TEXT,
+    parent_id INTEGER, parent_cell TEXT, parent_objective REAL, parent_passed INTEGER,
+    candidate_id INTEGER, gate TEXT, passed INTEGER NOT NULL, objective REAL, gain REAL,
+    reward REAL NOT NULL, description TEXT, diff BLOB);
+CREATE INDEX IF NOT EXISTS experiences_value ON experiences (stage, passed, reward);
+CREATE INDEX IF NOT EXISTS experiences_task ON experiences (task);
+CREATE TABLE IF NOT EXISTS q_values (
+    {", ".join(f"{c} {'INTEGER' if c == 'level' else 'TEXT'} NOT NULL" for c in SIG_COLUMNS)},
+    stage INTEGER NOT NULL, action TEXT NOT NULL,
+    n INTEGER NOT NULL, sum_r REAL NOT NULL, sum_r2 REAL NOT NULL, n_positive INTEGER NOT NULL,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY ({", ".join(SIG_COLUMNS)}, stage, action));
+CREATE TABLE IF NOT EXISTS elites (
+    run TEXT NOT NULL, candidate_id INTEGER NOT NULL,
+    {", ".join(f"{c} {'INTEGER' if c == 'level' else 'TEXT'} NOT NULL" for c in SIG_COLUMNS)},
+    objective REAL NOT NULL, cell TEXT, n_inputs INTEGER NOT NULL, source TEXT NOT NULL,
+    created_at REAL NOT NULL, PRIMARY KEY (run, candidate_id));
+"""
+
+
+class MemoryFileError(UserError):
+    """The memory file cannot be used (names the file and what to do)."""
+
+
+@dataclass(frozen=True)
+class Prior:
+    """Pooled value of one action over similar signatures: weighted count and mean reward."""
+
+    n: float
+    mean: float
+    n_positive: float = 0.0
+
+
+def compress_diff(diff: str) -> bytes:
+    if len(diff) > MAX_DIFF_CHARS:
+        diff = diff[:MAX_DIFF_CHARS] + f"\n... (diff cut at {MAX_DIFF_CHARS} characters)\n"
+    return zlib.compress(diff.encode("utf-8"), 6)
+
+
+def decompress_diff(blob: bytes | None) -> str:
+    return zlib.decompress(blob).decode("utf-8") if blob else ""
+
+
+class ExperienceStore:
+    """The memory file; see the module docstring.  Use as a context manager or call close()."""
+
+    def __init__(self, path: str | Path, *, create: bool = True):
+        self.path = Path(path)
+        if not create and not self.path.is_file():
+            raise MemoryFileError(f"memory file {self.path} does not exist (a run creates it; see docs/memory.md).")
+        if self.path.exists() and not self.path.is_file():
+            raise MemoryFileError(f"memory path {self.path} is not a file.")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            version = self._schema_version()
+            if version is None:                     # CREATE ... IF NOT EXISTS: safe if two runs create it at once
+                self.db.executescript(_SCHEMA)
+                self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            elif version > SCHEMA_VERSION:
+                raise MemoryFileError(f"memory file {self.path} has schema {version}, newer than this KernelFoundry "
+                                   f"({SCHEMA_VERSION}); upgrade, or use another --memory PATH.")
+        except sqlite3.DatabaseError as exc:
+            raise MemoryFileError(f"memory file {self.path} cannot be used ({exc}); move it away, give another "
+                               "--memory PATH, or run with --no-memory.") from None
+        except OSError as exc:
+            raise MemoryFileError(f"memory file {self.path} cannot be created: {exc.strerror}.") from None
+
+    # -- plumbing ---------------------------------------------------------------------
+    def _schema_version(self) -> int | None:
+        has_meta = self.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+        if not has_meta:
+            return None
+        row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        return int(row[0]) if row else None
+
+    def _write(self):
+        return _Transaction(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "ExperienceStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- writing ----------------------------------------------------------------------
+    def add_experience(self, sig: TaskSignature, exp: dict[str, Any], value_actions: list[str]) -> int:
+        """Store one experience and add its reward to the values of *value_actions*."""
+        now = time.time()
+        sigv = [getattr(sig, c) for c in SIG_COLUMNS]
+        reward = float(exp["reward"])
+        with self._write():
+            cur = self.db.execute(
+                f"INSERT INTO experiences (created_at, run, {', '.join(SIG_COLUMNS)}, stage, action, request_kind, "
+                "prompt_key, parent_id, parent_cell, parent_objective, parent_passed, candidate_id, gate, passed, "
+                "objective, gain, reward, description, diff) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [now, exp.get("run", ""), *sigv, int(exp["stage"]), exp["action"], exp.get("request_kind", ""),
+                 exp.get("prompt_key"), exp.get("parent_id"), _json(exp.get("parent_cell")),
+                 exp.get("parent_objective"), _bool(exp.get("parent_passed")), exp.get("candidate_id"),
+                 exp.get("gate"), int(bool(exp["passed"])), exp.get("objective"), exp.get("gain"), reward,
+                 (exp.get("description") or "")[:500], compress_diff(exp.get("diff") or "")])
+            for action in value_actions:
+                self.db.execute(
+                    f"INSERT INTO q_values ({', '.join(SIG_COLUMNS)}, stage, action, n, sum_r, sum_r2, n_positive, "
+                    "updated_at) VALUES (?,?,?,?,?,?,?,?,1,?,?,?,?) ON CONFLICT DO UPDATE SET n = n + 1, "
+                    "sum_r = sum_r + excluded.sum_r, sum_r2 = sum_r2 + excluded.sum_r2, "
+                    "n_positive = n_positive + excluded.n_positive, updated_at = excluded.updated_at",
+                    [*sigv, int(exp["stage"]), action, reward, reward * reward, int(reward > 0), now])
+        return int(cur.lastrowid)
+
+    def record_elites(self, run: str, sig: TaskSignature, elites: list[dict[str, Any]]) -> None:
+        """Replace the elites stored for *run* by *elites* (dicts: candidate_id, objective, cell,
+        n_inputs, source)."""
+        now = time.time()
+        with self._write():
+            self.db.execute("DELETE FROM elites WHERE run = ?", (run,))
+            for e in elites:
+                self.db.execute(
+                    f"INSERT INTO elites (run, candidate_id, {', '.join(SIG_COLUMNS)}, objective, cell, n_inputs, "
+                    "source, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    [run, int(e["candidate_id"]), *[getattr(sig, c) for c in SIG_COLUMNS], float(e["objective"]),
+                     _json(e.get("cell")), int(e["n_inputs"]), e["source"], now])
+
+    def delete_task(self, task: str) -> int:
+        """Forget everything about *task*; returns the number of experiences removed."""
+        with self._write():
+            n = self.db.execute("DELETE FROM experiences WHERE task = ?", (task,)).rowcount
+            self.db.execute("DELETE FROM q_values WHERE task = ?", (task,))
+            self.db.execute("DELETE FROM elites WHERE task = ?", (task,))
+        return n
+
+    def prune(self, *, keep_per_task: int | None = None, older_than_s: float | None = None,
+              task: str | None = None) -> int:
+        """Drop experiences (values keep their sums: they are the memory's summary); returns how many."""
+        removed = 0
+        with self._write():
+            if task is not None:
+                removed += self.db.execute("DELETE FROM experiences WHERE task = ?", (task,)).rowcount
+                self.db.execute("DELETE FROM q_values WHERE task = ?", (task,))
+                self.db.execute("DELETE FROM elites WHERE task = ?", (task,))
+            if older_than_s is not None:
+                removed += self.db.execute("DELETE FROM experiences WHERE created_at < ?",
+                                           (time.time() - older_than_s,)).rowcount
+            if keep_per_task is not None:
+                removed += self.db.execute(
+                    "DELETE FROM experiences WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER "
+                    "(PARTITION BY task ORDER BY (passed AND reward > 0) DESC, reward DESC, id DESC) AS rank "
+                    "FROM experiences) WHERE rank > ?)", (int(keep_per_task),)).rowcount
+        self.db.execute("VACUUM")
+        return removed
+
+    # -- reading ----------------------------------------------------------------------
+    def _signatures(self, table: str, exclude_task: str | None) -> list[TaskSignature]:
+        rows = self.db.execute(f"SELECT DISTINCT {', '.join(SIG_COLUMNS)} FROM {table}").fetchall()
+        return [TaskSignature(*r) for r in rows if r[0] != exclude_task]
+
+    def priors(self, sig: TaskSignature, stage: int, *, min_similarity: float = 0.5,
+               exclude_task: str | None = None) -> dict[str, Prior]:
+        """Per action: its value pooled over stored signatures, each weighted by its similarity."""
+        acc: dict[str, list[float]] = {}
+        for other in self._signatures("q_values", exclude_task):
+            w = similarity(sig, other)
+            if w < min_similarity:
+                continue
+            for action, n, sum_r, n_pos in self.db.execute(
+                    f"SELECT action, n, sum_r, n_positive FROM q_values WHERE stage = ? AND "
+                    f"{' AND '.join(f'{c} = ?' for c in SIG_COLUMNS)}", [stage, *[getattr(other, c) for c in SIG_COLUMNS]]):
+                a = acc.setdefault(action, [0.0, 0.0, 0.0])
+                a[0] += w * n
+                a[1] += w * sum_r
+                a[2] += w * n_pos
+        return {k: Prior(n=v[0], mean=v[1] / v[0] if v[0] else 0.0, n_positive=v[2]) for k, v in acc.items() if v[0]}
+
+    def top_experiences(self, sig: TaskSignature, stage: int, k: int = 3, *, min_similarity: float = 0.5,
+                        exclude_task: str | None = None, scan: int = 400) -> list[dict[str, Any]]:
+        """The *k* most valuable successful experiences of similar tasks for *stage*
+        (stage 1: fixes of failed kernels; stage 2: the largest gains), value x similarity first."""
+        rows = self.db.execute(
+            f"SELECT {', '.join(SIG_COLUMNS)}, action, description, gain, reward, diff, objective, parent_objective "
+            "FROM experiences WHERE stage = ? AND passed = 1 AND reward > 0 AND diff IS NOT NULL "
+            "ORDER BY reward DESC LIMIT ?", (stage, scan)).fetchall()
+        scored, seen = [], set()
+        for r in rows:
+            other = TaskSignature(*r[:6])
+            if other.task == exclude_task:
+                continue
+            w = similarity(sig, other)
+            if w < min_similarity:
+                continue
+            diff = decompress_diff(r[11])
+            if not diff.strip() or diff in seen:
+                continue
+            seen.add(diff)
+            scored.append((w * r[10], {"task": other.task, "action": r[6], "description": r[7], "gain": r[9],
+                                       "reward": r[10], "diff": diff, "objective": r[12],
+                                       "parent_objective": r[13], "similarity": w}))
+        scored.sort(key=lambda t: -t[0])
+        return [e for _, e in scored[:k]]
+
+    def best_elites(self, sig: TaskSignature, n_inputs: int, k: int = 3, *, min_similarity: float = 0.6,
+                    exclude_task: str | None = None) -> list[dict[str, Any]]:
+        """Elites of the most similar tasks whose ``launch`` takes *n_inputs* inputs, best first."""
+        rows = self.db.execute(
+            f"SELECT {', '.join(SIG_COLUMNS)}, run, candidate_id, objective, source FROM elites WHERE n_inputs = ? "
+            "ORDER BY objective DESC", (n_inputs,)).fetchall()
+        out, seen = [], set()
+        for r in rows:
+            other = TaskSignature(*r[:6])
+            if other.task == exclude_task or r[9] in seen:
+                continue
+            w = similarity(sig, other)
+            if w >= min_similarity:
+                seen.add(r[9])
+                out.append({"task": other.task, "run": r[6], "candidate_id": r[7], "objective": r[8],
+                            "source": r[9], "similarity": w})
+        out.sort(key=lambda e: (-e["similarity"], -e["objective"]))
+        return out[:k]
+
+    def stats(self) -> dict[str, Any]:
+        q = self.db.execute
+        per_task = q("SELECT task, op_kind, COUNT(*), SUM(passed), MAX(objective) FROM experiences GROUP BY task "
+                     "ORDER BY task").fetchall()
+        actions = q("SELECT stage, action, SUM(n), SUM(sum_r), SUM(n_positive) FROM q_values GROUP BY stage, action "
+                    "ORDER BY stage, SUM(sum_r) / SUM(n) DESC").fetchall()
+        return {
+            "path": str(self.path), "bytes": self.path.stat().st_size if self.path.exists() else 0,
+            "experiences": q("SELECT COUNT(*) FROM experiences").fetchone()[0],
+            "elites": q("SELECT COUNT(*) FROM elites").fetchone()[0],
+            "runs": q("SELECT COUNT(DISTINCT run) FROM experiences").fetchone()[0],
+            "tasks": [{"task": t, "op_kind": k, "experiences": n, "correct": int(c or 0), "best_objective": b}
+                      for t, k, n, c, b in per_task],
+            "values": [{"stage": s, "action": a, "n": int(n), "q": (r / n) if n else 0.0, "n_positive": int(p)}
+                       for s, a, n, r, p in actions],
+        }
+
+    def iter_experiences(self, *, task: str | None = None, action: str | None = None,
+                         limit: int | None = None) -> Iterator[dict[str, Any]]:
+        where, args = [], []
+        for col, val in (("task", task), ("action", action)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                args.append(val)
+        sql = "SELECT * FROM experiences" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        cur = self.db.execute(sql, args)
+        names = [d[0] for d in cur.description]
+        for row in cur:
+            rec = dict(zip(names, row))
+            rec["diff"] = decompress_diff(rec["diff"])
+            rec["parent_cell"] = json.loads(rec["parent_cell"]) if rec["parent_cell"] else None
+            yield rec
+
+    def iter_elites(self) -> Iterator[dict[str, Any]]:
+        cur = self.db.execute("SELECT * FROM elites ORDER BY task, objective DESC")
+        names = [d[0] for d in cur.description]
+        for row in cur:
+            yield dict(zip(names, row))
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error): one writer at a time, no lost update."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def __enter__(self):
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, exc_type, exc, tb):
+        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        return False
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(list(value) if isinstance(value, tuple) else value)
+
+
+def _bool(value: Any) -> int | None:
+    return None if value is None else int(bool(value))
