@@ -5,6 +5,8 @@ import os
 import pytest
 
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+# Runs in tests do not share a memory: a test that wants one gives --memory (tests/memory/).
+os.environ["KERNELFOUNDRY_MEMORY"] = "off"
 
 
 @pytest.fixture(scope="session")

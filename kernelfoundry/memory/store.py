@@ -228,13 +228,13 @@ class ExperienceStore:
             w = similarity(sig, other)
             if w < min_similarity:
                 continue
-            diff = decompress_diff(r[11])
+            diff = decompress_diff(r[10])
             if not diff.strip() or diff in seen:
                 continue
             seen.add(diff)
-            scored.append((w * r[10], {"task": other.task, "action": r[6], "description": r[7], "gain": r[9],
-                                       "reward": r[10], "diff": diff, "objective": r[12],
-                                       "parent_objective": r[13], "similarity": w}))
+            scored.append((w * r[9], {"task": other.task, "action": r[6], "description": r[7], "gain": r[8],
+                                      "reward": r[9], "diff": diff, "objective": r[11],
+                                      "parent_objective": r[12], "similarity": w}))
         scored.sort(key=lambda t: -t[0])
         return [e for _, e in scored[:k]]
 

@@ -1,0 +1,113 @@
+"""The memory in runs: experiences stored per candidate, elites at the end, the operator
+order and retrieved edits passed to mutators, and a second run seeded from the first."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelfoundry import REPO_DIR
+from kernelfoundry.evolve import main
+from kernelfoundry.memory import ExperienceStore, RunMemory
+from kernelfoundry.memory.signature import signature_of
+from kernelfoundry.memory.values import REFINE
+from kernelfoundry.mutate.base import MutationRequest, ParentView
+from kernelfoundry.mutate.builtin import OPERATORS, BuiltinMutator
+from kernelfoundry.mutate.metaprompt import PromptPool
+from kernelfoundry.mutate.prompts import PromptRenderer
+from kernelfoundry.task import load_task
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "search"))
+from test_driver import make_driver  # noqa: E402
+
+RELU = REPO_DIR / "experiments/tasks/relu.yaml"
+SOFTMAX = REPO_DIR / "experiments/tasks/softmax.yaml"
+BUILTIN = {op.name: (op.kind, float(op.weight)) for op in OPERATORS}
+
+
+def test_driver_writes_one_experience_per_candidate_and_the_elites(tmp_path, ray_local):
+    driver, store, pool = make_driver(tmp_path, budget=20)
+    task = driver.task
+    memory = RunMemory(ExperienceStore(tmp_path / "m.sqlite"), signature_of(task, ["h100"]), str(tmp_path),
+                       builtin_operators=BUILTIN, log=lambda m: None)
+    driver.memory = memory
+    try:
+        summary = driver.run([("seed.py", "SEED")])
+    finally:
+        pool.shutdown()
+    rows = list(store.iter_candidates())
+    exps = list(memory.store.iter_experiences())
+    assert len(exps) == len(rows) == 20 == summary["memory"]["experiences_written"]
+    by_id = {e["candidate_id"]: e for e in exps}
+    for r in rows:
+        e = by_id[r.id]
+        assert e["passed"] == int(r.passed) and e["action"] == ("seed" if r.mutator == "seed" else r.mutator)
+        if r.mutator != "seed" and r.passed:
+            assert e["stage"] == REFINE and "+# edit" in e["diff"] and e["gain"] is not None
+    elites = list(memory.store.iter_elites())
+    assert len(elites) == min(8, driver.archive.num_elites)
+    assert max(e["objective"] for e in elites) == summary["best_objective"]
+    assert "operators" in summary["memory"] and summary["memory"]["signature"]["op_kind"] == "softmax"
+    memory.close()
+    store.close()
+
+
+def test_builtin_mutator_follows_the_operator_order():
+    task = load_task(RELU)
+    parent = ParentView(id=0, source=task.seed_sources()[0][1])
+    mutator = BuiltinMutator(seed=0)
+    for first in ("add_warps", "rows_per_program", "grow_block"):
+        proposal = mutator.propose(MutationRequest(task=task, parent=parent, seed=5, operator_order=[first]))
+        assert proposal.mutator == f"builtin:{first}", proposal.error
+
+
+def test_llm_prompts_carry_remembered_edits():
+    task = load_task(SOFTMAX)
+    parent = ParentView(id=0, source=task.seed_sources()[0][1], objective=0.4)
+    exp = {"task": "cross_entropy", "gain": 0.4, "description": "online softmax: one pass fewer",
+           "diff": "-    m = tl.max(x)\n+    m_new = tl.maximum(m, tl.max(x))\n"}
+    renderer = PromptRenderer()
+    for mode in ("mutate", "fix"):
+        text = renderer.mutation_messages(MutationRequest(task=task, parent=parent, kind=mode, experiences=[exp]),
+                                          mode)[1]["content"]
+        assert "Edits that paid off on similar tasks" in text and "On task cross_entropy: 1.49x faster" in text
+        assert "+    m_new = tl.maximum(m, tl.max(x))" in text
+    plain = renderer.mutation_messages(MutationRequest(task=task, parent=parent), "mutate")[1]["content"]
+    assert "Edits that paid off" not in plain
+
+
+def test_prompt_credit_starts_from_the_memory(tmp_path):
+    task = load_task(SOFTMAX)
+    pool = PromptPool.from_prompt_dir(None)
+    memory = RunMemory(ExperienceStore(tmp_path / "m.sqlite"), signature_of(task, ["h100"]), "r0",
+                       log=lambda m: None)
+    from kernelfoundry.memory.run_memory import prompt_key
+    first = next(iter(pool.variants.values()))
+    key = prompt_key(first["sections"])
+    for r in (0.2, 0.3):
+        memory.store.add_experience(memory.sig, {"stage": REFINE, "action": "llm:x", "passed": True, "reward": r},
+                                    ["llm:x", key])
+    fresh = RunMemory(memory.store, memory.sig, "r1", log=lambda m: None)
+    assert fresh.prime_prompts(pool) == 1
+    assert first["credited"] == 2 and first["credit_sum"] == pytest.approx(0.5)
+    memory.close()
+
+
+def test_a_second_run_starts_from_the_first_runs_elites(tmp_path, capsys):
+    mem = tmp_path / "memory.sqlite"
+    args = ["--budget", "4", "--workers", "2", "--memory", str(mem), "--quiet"]
+    assert main([str(RELU), "--out", str(tmp_path / "a"), *args]) == 0
+    first = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert first["memory"]["cold_start_seeds"] == [] and first["memory"]["experiences_written"] == 4
+    assert main([str(RELU), "--out", str(tmp_path / "b"), *args]) == 0
+    second = json.loads((tmp_path / "b" / "summary.json").read_text())
+    seeds = second["memory"]["cold_start_seeds"]
+    assert seeds and seeds[0].startswith(f"memory:relu#{first['best_candidate_id']} ")
+    assert second["best_objective"] >= first["best_objective"]          # the elite was re-verified and kept
+    assert main([str(RELU), "--out", str(tmp_path / "c"), "--budget", "2", "--no-memory", "--quiet"]) == 0
+    assert "memory" not in json.loads((tmp_path / "c" / "summary.json").read_text())
+    with ExperienceStore(mem) as store:
+        assert store.stats()["experiences"] == 8
+    assert main([str(RELU), "--out", str(tmp_path / "d"), "--no-memory", "--memory", str(mem)]) == 2
+    assert "contradict" in capsys.readouterr().err
