@@ -8,6 +8,13 @@ again with the same ``--out`` skips runs that finished and resumes the others.
 Runs of one bench share a verdict cache (``OUT/verdicts.sqlite``): a kernel that
 several methods or seeds propose is verified once (``--no-verdict-cache`` turns
 it off; verdicts do not depend on the run, see ``evaluate/verdict_cache.py``).
+
+Memory (``--memory-mode``, docs/memory.md): ``cold`` (the default) runs every run without
+the experience memory, so methods compare on equal terms; ``shared`` lets every run read
+and write one memory (``--memory PATH``, default ``OUT/memory.sqlite``); ``loo`` is the
+leave-one-out test of the memory: per seed, every task runs cold while recording into
+``OUT/memory/seed<S>.sqlite``, then every task runs again as ``<method>+memory`` with a copy
+of that memory from which its own task was removed, at the same budget.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ METHODS: dict[str, tuple[str, bool, bool]] = {
     "map-elites-no-tuning": ("map-elites", True, False),
 }
 DEFAULT_METHODS = ("map-elites", "greedy", "random")
+MEMORY_MODES = ("cold", "shared", "loo")
+MEMORY_SUFFIX = "+memory"
 
 
 @dataclass
@@ -72,7 +81,8 @@ def load_suite(path: str | Path) -> Suite:
 
 
 def run_one(task_path: Path, method: str, seed: int, *, budget: int, workers: int, models: list[str],
-            run_dir: Path, verdict_cache: Path | None = None) -> dict[str, Any]:
+            run_dir: Path, verdict_cache: Path | None = None, memory: Path | None = None,
+            memory_mode: str = "off") -> dict[str, Any]:
     """One evolve run (resumed if a previous bench left it unfinished); returns its result row.
 
     A run that already reached the budget, or stopped early by itself (``stop_reason``), is
@@ -84,14 +94,89 @@ def run_one(task_path: Path, method: str, seed: int, *, budget: int, workers: in
     row = finished_row(run_dir, method, seed, budget)
     if row is not None:
         return row
-    strategy, prompts, tuning = METHODS[method]
+    strategy, prompts, tuning = METHODS[method.removesuffix(MEMORY_SUFFIX)]
     resume = run_dir if (run_dir / STORE_NAME).exists() else None
     cfg = EvolveConfig(task=task_path, budget=budget, workers=workers, seed=seed,
                        out=None if resume else run_dir, resume=resume, models=list(models), strategy=strategy,
-                       prompt_evolution=prompts, tuning=tuning, quiet=True, verdict_cache=verdict_cache)
+                       prompt_evolution=prompts, tuning=tuning, quiet=True, verdict_cache=verdict_cache,
+                       memory=memory, memory_mode=memory_mode if memory is not None else "off")
     summary, _ = run_evolution(cfg)
     return row_from_run(run_dir, method=method, seed=seed, summary=summary,
                         seconds=float(summary.get("wall_seconds", 0.0)))
+
+
+@dataclass
+class PlannedRun:
+    path: Path                       # the task file
+    task: Any
+    method: str                      # a METHODS name, with MEMORY_SUFFIX for a leave-one-out memory run
+    seed: int
+    memory: Path | None = None
+    memory_mode: str = "off"         # EvolveConfig.memory_mode
+    loo_source: Path | None = None   # copy this memory without the task before the run starts
+
+
+def plan_runs(tasks: list[tuple[Path, Any]], methods: list[str], seeds: list[int], out: Path, mode: str,
+              memory: Path | None = None) -> list[PlannedRun]:
+    """Every run of a bench, in the order it must run (leave-one-out: cold runs of a seed first)."""
+    if mode == "cold":
+        return [PlannedRun(p, t, m, s) for p, t in tasks for m in methods for s in seeds]
+    if mode == "shared":
+        shared = memory or out / "memory.sqlite"
+        return [PlannedRun(p, t, m, s, shared, "on") for p, t in tasks for m in methods for s in seeds]
+    plan = []
+    for s in seeds:
+        recorded = out / "memory" / f"seed{s}.sqlite"
+        plan += [PlannedRun(p, t, m, s, recorded, "write") for p, t in tasks for m in methods]
+        plan += [PlannedRun(p, t, m + MEMORY_SUFFIX, s, out / "memory" / f"seed{s}-without-{t.name}.sqlite", "on",
+                            loo_source=recorded) for p, t in tasks for m in methods]
+    return plan
+
+
+def copy_memory_without(source: Path, dest: Path, task: str) -> None:
+    """A copy of the memory *source* that knows nothing of *task* (a leave-one-out run's memory)."""
+    from .memory import ExperienceStore
+    if not source.is_file():
+        raise UserError(f"the leave-one-out memory {source} is missing: its cold runs did not record.")
+    with ExperienceStore(source, create=False) as src:
+        dest.unlink(missing_ok=True)
+        import sqlite3
+        dst = sqlite3.connect(str(dest))
+        src.db.backup(dst)
+        dst.close()
+    with ExperienceStore(dest) as copy:
+        copy.delete_task(task)
+
+
+def _with_loo(out: Path, report: str, rows: list[dict[str, Any]], methods: list[str], seeds: list[int]) -> str:
+    """The report, plus the leave-one-out verdict when the bench has memory runs (also in report.md)."""
+    pairs = [(m, m + MEMORY_SUFFIX) for m in methods if m + MEMORY_SUFFIX in methods]
+    if not pairs:
+        return report
+    lines = ["", "## Leave-one-out memory test", "",
+             "| method | seed | QD-score cold | QD-score memory | geomean best cold | geomean best memory | memory wins |",
+             "|---|---:|---:|---:|---:|---:|---|"]
+    for cold, warm in pairs:
+        for seed in seeds:
+            a = [r for r in rows if r["method"] == cold and r["seed"] == seed]
+            b = [r for r in rows if r["method"] == warm and r["seed"] == seed]
+            tasks = {r["task"] for r in a} & {r["task"] for r in b}
+            if not tasks:
+                continue
+            qa, qb = (sum(r["qd_score"] for r in x if r["task"] in tasks) for x in (a, b))
+            ga, gb = (_geomean([r["best_objective"] for r in x if r["task"] in tasks]) for x in (a, b))
+            wins = "yes" if qb > qa and gb > ga else "no"
+            lines.append(f"| {cold} | {seed} | {qa:.2f} | {qb:.2f} | {ga:.3f} | {gb:.3f} | {wins} |")
+    section = "\n".join(lines) + "\n"
+    with open(out / "report.md", "a", encoding="utf-8") as fh:
+        fh.write(section)
+    return report + "\n" + section
+
+
+def _geomean(values: list[float | None]) -> float:
+    import math
+    vals = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else 0.0
 
 
 def run_dir_of(out: Path, task: str, method: str, seed: int) -> Path:
@@ -137,6 +222,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help="output directory (default: archives/bench/<suite>-<UTC time>)")
     p.add_argument("--workers", type=int, default=0, help="Ray workers per run (0 = one per CPU)")
     p.add_argument("--model", action="append", default=[], dest="models", help="litellm model(s) for LLM runs")
+    p.add_argument("--memory-mode", choices=MEMORY_MODES, default="cold",
+                   help="cold: no run uses the experience memory; shared: all runs read and write --memory; "
+                        "loo: leave-one-out test of the memory (each task cold, then with the other tasks' memory)")
+    p.add_argument("--memory", type=Path, metavar="PATH",
+                   help="memory file for --memory-mode shared (default: OUT/memory.sqlite)")
     p.add_argument("--no-verdict-cache", action="store_true",
                    help="verify every run's kernels afresh instead of sharing verdicts between runs")
     p.add_argument("--report-only", action="store_true",
@@ -182,34 +272,35 @@ def _run(args) -> int:
                         f"is named after its task, so each task name must be unique in a suite).")
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = args.out or DEFAULT_ARCHIVES / "bench" / f"{suite.name}-{stamp}"
+    plan = plan_runs(list(zip(suite.tasks, tasks)), methods, seeds, out, args.memory_mode, args.memory)
+    methods = list(dict.fromkeys(p.method for p in plan))
     if args.report_only:
-        return _report_only(out, suite, tasks, methods, seeds, budget)
+        return _report_only(out, suite, tasks, plan, methods, seeds, budget)
     out.mkdir(parents=True, exist_ok=True)
     from .search.session import start_ray
     started_ray = start_ray(workers=args.workers)
     rows: list[dict[str, Any]] = []
     failed: list[str] = []
-    total = len(tasks) * len(methods) * len(seeds)
     started = time.time()
     try:
-        for task_path, task in zip(suite.tasks, tasks):
-            for method in methods:
-                for seed in seeds:
-                    run_dir = run_dir_of(out, task.name, method, seed)
-                    head = f"[{len(rows) + len(failed) + 1}/{total}] {task.name:<22} {method:<22} seed {seed}:"
-                    try:
-                        row = run_one(task_path, method, seed, budget=budget, workers=args.workers,
-                                      models=args.models, run_dir=run_dir,
-                                      verdict_cache=None if args.no_verdict_cache else out / "verdicts.sqlite")
-                    except UserError as exc:          # this run cannot go on; the others can
-                        failed.append(f"{task.name}/{method}/seed{seed} failed: {exc}")
-                        print(f"{head} FAILED: {exc}", flush=True)
-                        continue
-                    rows.append(row)
-                    best = row["best_objective"]
-                    print(f"{head} best {'-' if best is None else f'{best:.3f}x'}  QD {row['qd_score']:.2f}  "
-                          f"{row['seconds']:.0f}s  (elapsed {time.time() - started:.0f}s)", flush=True)
-                    bench_report.write_csv(out / "results.csv", rows)
+        for i, run in enumerate(plan):
+            run_dir = run_dir_of(out, run.task.name, run.method, run.seed)
+            head = f"[{i + 1}/{len(plan)}] {run.task.name:<22} {run.method:<22} seed {run.seed}:"
+            try:
+                if run.loo_source is not None and not run_dir.exists():
+                    copy_memory_without(run.loo_source, run.memory, run.task.name)
+                row = run_one(run.path, run.method, run.seed, budget=budget, workers=args.workers,
+                              models=args.models, run_dir=run_dir, memory=run.memory, memory_mode=run.memory_mode,
+                              verdict_cache=None if args.no_verdict_cache else out / "verdicts.sqlite")
+            except UserError as exc:          # this run cannot go on; the others can
+                failed.append(f"{run.task.name}/{run.method}/seed{run.seed} failed: {exc}")
+                print(f"{head} FAILED: {exc}", flush=True)
+                continue
+            rows.append(row)
+            best = row["best_objective"]
+            print(f"{head} best {'-' if best is None else f'{best:.3f}x'}  QD {row['qd_score']:.2f}  "
+                  f"{row['seconds']:.0f}s  (elapsed {time.time() - started:.0f}s)", flush=True)
+            bench_report.write_csv(out / "results.csv", rows)
     finally:
         if started_ray:
             import ray
@@ -218,6 +309,7 @@ def _run(args) -> int:
         raise UserError(f"no run of the bench finished; {len(failed)} failed:\n  " + "\n  ".join(failed))
     report = bench_report.write_report(out, rows, suite=suite.name, budget=budget, methods=methods, seeds=seeds,
                                        levels={t.name: t.level for t in tasks}, left_out=failed)
+    report = _with_loo(out, report, rows, methods, seeds)
     print(f"\n{report}\nresults: {out / 'results.csv'}\nreport:  {out / 'report.md'}")
     if failed:
         print(f"\n{len(failed)} run(s) failed and are left out of the report (listed in it):\n  "
@@ -226,26 +318,25 @@ def _run(args) -> int:
     return 0
 
 
-def _report_only(out: Path, suite: Suite, tasks: list, methods: list[str], seeds: list[int], budget: int) -> int:
+def _report_only(out: Path, suite: Suite, tasks: list, plan: list["PlannedRun"], methods: list[str],
+                 seeds: list[int], budget: int) -> int:
     """Rewrite OUT's results.csv and report.md from the runs that ended; list the others."""
     from . import bench_report
     if not out.is_dir():
         raise UserError(f"--out {out} does not exist; nothing to report on.")
     rows, missing = [], []
-    for task in tasks:
-        for method in methods:
-            for seed in seeds:
-                row = finished_row(run_dir_of(out, task.name, method, seed), method, seed, budget)
-                if row is None:
-                    missing.append(f"{task.name}/{method}/seed{seed} not finished")
-                else:
-                    rows.append(row)
+    for run in plan:
+        row = finished_row(run_dir_of(out, run.task.name, run.method, run.seed), run.method, run.seed, budget)
+        if row is None:
+            missing.append(f"{run.task.name}/{run.method}/seed{run.seed} not finished")
+        else:
+            rows.append(row)
     if not rows:
         raise UserError(f"--out {out} holds no finished run of this suite, methods and seeds at budget {budget}.")
     bench_report.write_csv(out / "results.csv", rows)
     report = bench_report.write_report(out, rows, suite=suite.name, budget=budget, methods=methods, seeds=seeds,
                                        levels={t.name: t.level for t in tasks}, left_out=missing)
-    print(report)
+    print(_with_loo(out, report, rows, methods, seeds))
     if missing:
         print(f"\nleft out of the report: {len(missing)} run(s): {', '.join(missing)}")
     print(f"results: {out / 'results.csv'}\nreport:  {out / 'report.md'}")

@@ -208,3 +208,33 @@ def test_bad_method_and_seeds(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
     assert bench_main([smoke, "--report-only", "--out", str(tmp_path)]) == 2
     assert "no finished run" in capsys.readouterr().err
+
+
+def test_leave_one_out_memory_runs_each_task_cold_then_with_the_others_memory(tmp_path, ray_local, capsys):
+    relu = (REPO_DIR / "experiments/tasks/relu.yaml").read_text()
+    relu = relu.replace("kernels/relu_naive.py", str(REPO_DIR / "experiments/tasks/kernels/relu_naive.py"))
+    (tmp_path / "relu.yaml").write_text(relu)
+    twin_seed = tmp_path / "relu_twin_seed.py"          # the same kernel in other words: a different source
+    twin_seed.write_text((REPO_DIR / "experiments/tasks/kernels/relu_naive.py").read_text() + "\n# the twin\n")
+    (tmp_path / "relu_twin.yaml").write_text(relu.replace("name: relu", "name: relu_twin").replace(
+        str(REPO_DIR / "experiments/tasks/kernels/relu_naive.py"), str(twin_seed)))
+    suite = tmp_path / "pair.yaml"
+    suite.write_text("name: pair\nbudget: 3\ntasks: [relu.yaml, relu_twin.yaml]\n")
+    out = tmp_path / "bench"
+    assert bench_main([str(suite), "--methods", "greedy", "--seeds", "0", "--workers", "1", "--memory-mode", "loo",
+                       "--out", str(out)]) == 0
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    assert [(r["task"], r["method"]) for r in rows] == [("relu", "greedy"), ("relu_twin", "greedy"),
+                                                        ("relu", "greedy+memory"), ("relu_twin", "greedy+memory")]
+    runs = out / "runs"
+    cold = json.loads((runs / "relu" / "greedy" / "seed0" / "summary.json").read_text())["memory"]
+    assert cold["read"] is False and cold["experiences_written"] == 3 and cold["cold_start_seeds"] == []
+    for task, other in (("relu", "relu_twin"), ("relu_twin", "relu")):
+        warm = json.loads((runs / task / "greedy+memory" / "seed0" / "summary.json").read_text())["memory"]
+        assert warm["read"] is True and warm["cold_start_seeds"]              # the twin's elites, never its own
+        assert all(s.startswith(f"memory:{other}#") for s in warm["cold_start_seeds"])
+    report = (out / "report.md").read_text()
+    assert "## Leave-one-out memory test" in report and "| greedy | 0 |" in report
+    assert bench_main([str(suite), "--methods", "greedy", "--seeds", "0", "--memory-mode", "loo", "--report-only",
+                       "--out", str(out)]) == 0
+    assert "Leave-one-out" in capsys.readouterr().out

@@ -1,8 +1,10 @@
 """What one search run does with the memory: the driver's only entry point to it.
 
 It reads priors when the run starts (operator bandit, prompt-variant credit, cold-start
-seeds), writes one experience per stored candidate as results arrive, and stores the
-run's elites when the run ends (or is interrupted).  A memory that fails mid-run (disk
+seeds), writes one experience per stored candidate as results arrive (buffered, written
+in one transaction at each summary write, every 2 s, and at the end: a killed driver
+loses at most those seconds of experiences, never a candidate, which the run store
+holds), and stores the run's elites when the run ends (or is interrupted).  A memory that fails mid-run (disk
 full, a lock held too long) is reported once and switched off: the run itself goes on.
 """
 
@@ -28,6 +30,8 @@ COLD_START_SEEDS = 3
 ELITES_KEPT = 8
 #: prompt-variant credit taken from the memory counts as at most this many uses
 PROMPT_PRIOR_CAP = 5
+#: buffered experiences are written at least this often (and at every summary write)
+FLUSH_AT = 64
 
 
 def launch_inputs(source: str) -> int | None:
@@ -59,6 +63,7 @@ class RunMemory:
         self.store, self.sig, self.run = store, sig, run
         self.read, self.write, self.log = read, write, log
         self.written = 0
+        self._pending: list[tuple[dict[str, Any], list[str]]] = []
         self.cold_start: list[str] = []
         self._retrieved: dict[int, tuple[int, list[dict[str, Any]]]] = {}
         self.priors = {stage: store.priors(sig, stage) if read else {} for stage in (DRAFT, REFINE)}
@@ -75,6 +80,7 @@ class RunMemory:
                    builtin_operators=ops, log=log)
 
     def close(self) -> None:
+        self.flush()
         self.store.close()
 
     # -- before the search ------------------------------------------------------------
@@ -161,14 +167,25 @@ class RunMemory:
                "candidate_id": row.get("id"), "gate": row.get("gate"), "passed": row["passed"],
                "objective": child_obj, "gain": gain_of(parent.get("objective"), child_obj), "reward": reward,
                "description": row.get("description"), "diff": diff}
+        self._pending.append((exp, actions))
+        if len(self._pending) >= FLUSH_AT:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered experiences (one transaction)."""
+        if not self._pending or not self.write:
+            self._pending.clear()
+            return
+        batch, self._pending = self._pending, []
         try:
-            self.store.add_experience(self.sig, exp, actions)
-            self.written += 1
+            self.store.add_experiences(self.sig, batch)
+            self.written += len(batch)
         except sqlite3.Error as exc:
             self._fail("write", exc)
 
     # -- at the end -------------------------------------------------------------------
     def record_elites(self, archive) -> None:
+        self.flush()
         if not self.write:
             return
         elites = sorted(archive.elites(), key=lambda e: -e.objective)[:ELITES_KEPT]
@@ -180,6 +197,7 @@ class RunMemory:
             self._fail("write", exc)
 
     def summary(self) -> dict[str, Any]:
+        self.flush()
         out: dict[str, Any] = {"path": str(self.store.path), "read": self.read, "write": self.write,
                                "signature": self.sig.to_dict(), "experiences_written": self.written,
                                "cold_start_seeds": self.cold_start,

@@ -127,26 +127,36 @@ class ExperienceStore:
     # -- writing ----------------------------------------------------------------------
     def add_experience(self, sig: TaskSignature, exp: dict[str, Any], value_actions: list[str]) -> int:
         """Store one experience and add its reward to the values of *value_actions*."""
+        return self.add_experiences(sig, [(exp, value_actions)])[-1]
+
+    def add_experiences(self, sig: TaskSignature, batch: list[tuple[dict[str, Any], list[str]]]) -> list[int]:
+        """Store experiences (each with the actions whose values it updates) in one transaction."""
+        ids = []
+        with self._write():
+            for exp, value_actions in batch:
+                ids.append(self._insert(sig, exp, value_actions))
+        return ids
+
+    def _insert(self, sig: TaskSignature, exp: dict[str, Any], value_actions: list[str]) -> int:
         now = time.time()
         sigv = [getattr(sig, c) for c in SIG_COLUMNS]
         reward = float(exp["reward"])
-        with self._write():
-            cur = self.db.execute(
-                f"INSERT INTO experiences (created_at, run, {', '.join(SIG_COLUMNS)}, stage, action, request_kind, "
-                "prompt_key, parent_id, parent_cell, parent_objective, parent_passed, candidate_id, gate, passed, "
-                "objective, gain, reward, description, diff) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [now, exp.get("run", ""), *sigv, int(exp["stage"]), exp["action"], exp.get("request_kind", ""),
-                 exp.get("prompt_key"), exp.get("parent_id"), _json(exp.get("parent_cell")),
-                 exp.get("parent_objective"), _bool(exp.get("parent_passed")), exp.get("candidate_id"),
-                 exp.get("gate"), int(bool(exp["passed"])), exp.get("objective"), exp.get("gain"), reward,
-                 (exp.get("description") or "")[:500], compress_diff(exp.get("diff") or "")])
-            for action in value_actions:
-                self.db.execute(
-                    f"INSERT INTO q_values ({', '.join(SIG_COLUMNS)}, stage, action, n, sum_r, sum_r2, n_positive, "
-                    "updated_at) VALUES (?,?,?,?,?,?,?,?,1,?,?,?,?) ON CONFLICT DO UPDATE SET n = n + 1, "
-                    "sum_r = sum_r + excluded.sum_r, sum_r2 = sum_r2 + excluded.sum_r2, "
-                    "n_positive = n_positive + excluded.n_positive, updated_at = excluded.updated_at",
-                    [*sigv, int(exp["stage"]), action, reward, reward * reward, int(reward > 0), now])
+        cur = self.db.execute(
+            f"INSERT INTO experiences (created_at, run, {', '.join(SIG_COLUMNS)}, stage, action, request_kind, "
+            "prompt_key, parent_id, parent_cell, parent_objective, parent_passed, candidate_id, gate, passed, "
+            "objective, gain, reward, description, diff) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [now, exp.get("run", ""), *sigv, int(exp["stage"]), exp["action"], exp.get("request_kind", ""),
+             exp.get("prompt_key"), exp.get("parent_id"), _json(exp.get("parent_cell")),
+             exp.get("parent_objective"), _bool(exp.get("parent_passed")), exp.get("candidate_id"),
+             exp.get("gate"), int(bool(exp["passed"])), exp.get("objective"), exp.get("gain"), reward,
+             (exp.get("description") or "")[:500], compress_diff(exp.get("diff") or "")])
+        for action in value_actions:
+            self.db.execute(
+                f"INSERT INTO q_values ({', '.join(SIG_COLUMNS)}, stage, action, n, sum_r, sum_r2, n_positive, "
+                "updated_at) VALUES (?,?,?,?,?,?,?,?,1,?,?,?,?) ON CONFLICT DO UPDATE SET n = n + 1, "
+                "sum_r = sum_r + excluded.sum_r, sum_r2 = sum_r2 + excluded.sum_r2, "
+                "n_positive = n_positive + excluded.n_positive, updated_at = excluded.updated_at",
+                [*sigv, int(exp["stage"]), action, reward, reward * reward, int(reward > 0), now])
         return int(cur.lastrowid)
 
     def record_elites(self, run: str, sig: TaskSignature, elites: list[dict[str, Any]]) -> None:
