@@ -111,3 +111,23 @@ def test_a_second_run_starts_from_the_first_runs_elites(tmp_path, capsys):
         assert store.stats()["experiences"] == 8
     assert main([str(RELU), "--out", str(tmp_path / "d"), "--no-memory", "--memory", str(mem)]) == 2
     assert "contradict" in capsys.readouterr().err
+
+
+def test_llm_jobs_get_similar_tasks_experiences_by_stage(tmp_path):
+    task = load_task(SOFTMAX)
+    sig = signature_of(task, ["h100"])
+    store = ExperienceStore(tmp_path / "m.sqlite")
+    other = type(sig)(**dict(sig.to_dict(), task="softmax_other"))
+    store.add_experience(other, {"stage": REFINE, "action": "llm:m", "passed": True, "reward": 0.3, "gain": 0.3,
+                                 "diff": "-BLOCK 64\n+BLOCK 1024\n", "description": "bigger blocks"}, ["llm:m"])
+    store.add_experience(other, {"stage": 1, "action": "llm:m", "passed": True, "reward": 1.0,
+                                 "diff": "-mask = None\n+mask = offs < n\n", "description": "mask the tail"},
+                         ["llm:m"])
+    memory = RunMemory(store, sig, "r", log=lambda m: None)          # no built-in operators: an LLM run
+    refine = memory.job_extras({"kind": "mutate", "seed": 1, "parent": {"passed": True, "objective": 1.0}})
+    fix = memory.job_extras({"kind": "fix", "seed": 2, "parent": {"passed": False}})
+    assert "operator_order" not in refine
+    assert [e["description"] for e in refine["experiences"]] == ["bigger blocks"]
+    assert [e["description"] for e in fix["experiences"]] == ["mask the tail"]
+    assert "+mask = offs < n" in fix["experiences"][0]["diff"] and fix["experiences"][0]["task"] == "softmax_other"
+    memory.close()
