@@ -30,8 +30,8 @@ from __future__ import annotations
 import ast
 import copy
 
-from .ast_module import (Skip, all_names, fresh_name, is_call_to, is_constexpr_arg, jit_functions,
-                         launched_kernels, program_id_axis, read_params, stored_names, same, template, template_expr, write_params)
+from .ast_module import (Skip, all_names, fresh_name, is_call_to, is_constexpr_arg, jit_functions, launched_kernels,
+                         program_id_axis, read_params, same, stored_names, template, template_expr, write_params)
 from .ast_signature import add_template_param, call_binding, grid_dims, grid_site, launch_calls_in_launch
 from .ops_base import Edit, OpContext, Operator, fit_space
 
