@@ -150,7 +150,7 @@ def _split(tree: ast.Module, name: str, fn: ast.FunctionDef, ctx: OpContext) -> 
         raise Skip(f"{name} is already split")
     if any(isinstance(n, ast.Return) for n in ast.walk(fn)):
         raise Skip(f"{name} returns early")
-    init_at, loop_at, acc, shape = _find_k_loop(fn)
+    _, loop_at, acc, shape = _find_k_loop(fn)
     loop = fn.body[loop_at]
     _loop_range(loop)
     after = fn.body[loop_at + 1:]
@@ -249,4 +249,4 @@ def split_k(ctx: OpContext) -> Edit:
     raise Skip("; ".join(reasons) or "no launched kernel")
 
 
-OPERATORS = (Operator("split_k", "mutate", 2.0, split_k),)
+OPERATORS = (Operator("split_k", "mutate", 1.0, split_k),)
