@@ -166,6 +166,12 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
     for name, band in ((summary.get("model_error") or {}).get("hardware") or {}).items():
         if band.get("note"):             # every objective is a prediction: say how far it can be trusted
             rows.append((f"model ({name})", band["note"]))
+    mem = summary.get("memory")
+    if mem:
+        seeds = mem.get("cold_start_seeds") or []
+        rows.append(("memory", f"{mem['path']}: {mem['experiences_written']} experiences written"
+                               + (f"; {len(seeds)} seed(s) from similar tasks' elites" if seeds else "")
+                               + ("" if mem.get("read") else " (not read)")))
     if summary.get("stop_reason"):
         rows.append(("stopped early", summary["stop_reason"]))
     if "prompts" in summary:
