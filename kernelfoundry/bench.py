@@ -139,7 +139,8 @@ def copy_memory_without(source: Path, dest: Path, task: str) -> None:
     if not source.is_file():
         raise UserError(f"the leave-one-out memory {source} is missing: its cold runs did not record.")
     with ExperienceStore(source, create=False) as src:
-        dest.unlink(missing_ok=True)
+        for stale in (dest, dest.with_name(dest.name + "-wal"), dest.with_name(dest.name + "-shm")):
+            stale.unlink(missing_ok=True)
         import sqlite3
         dst = sqlite3.connect(str(dest))
         src.db.backup(dst)
@@ -173,9 +174,13 @@ def _with_loo(out: Path, report: str, rows: list[dict[str, Any]], methods: list[
     return report + "\n" + section
 
 
+#: a task without a correct kernel counts with this speedup in the leave-one-out geomean
+NO_KERNEL_SPEEDUP = 1e-3
+
+
 def _geomean(values: list[float | None]) -> float:
     import math
-    vals = [v for v in values if v and v > 0]
+    vals = [v if v and v > 0 else NO_KERNEL_SPEEDUP for v in values]
     return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else 0.0
 
 
@@ -263,6 +268,9 @@ def _run(args) -> int:
             raise UserError(f"{flag} names {sorted({v for v in values if values.count(v) > 1})} more than once.")
     if args.budget is not None and args.budget < 1:
         raise UserError(f"--budget must be at least 1; got {args.budget}.")
+    if args.memory is not None and args.memory_mode != "shared":
+        raise UserError(f"--memory {args.memory} is for --memory-mode shared (cold uses no memory; loo keeps its "
+                        "own under OUT/memory/).")
     budget = args.budget or suite.budget or 50
     tasks = [load_task(t) for t in suite.tasks]
     names = [t.name for t in tasks]

@@ -233,6 +233,14 @@ def test_leave_one_out_memory_runs_each_task_cold_then_with_the_others_memory(tm
         warm = json.loads((runs / task / "greedy+memory" / "seed0" / "summary.json").read_text())["memory"]
         assert warm["read"] is True and warm["cold_start_seeds"]              # the twin's elites, never its own
         assert all(s.startswith(f"memory:{other}#") for s in warm["cold_start_seeds"])
+    from kernelfoundry.memory import ExperienceStore
+    for task, other in (("relu", "relu_twin"), ("relu_twin", "relu")):
+        # the copy a memory run used knows the task only from that run itself (never from its cold run)
+        own_run = str((runs / task / "greedy+memory" / "seed0").resolve())
+        with ExperienceStore(out / "memory" / f"seed0-without-{task}.sqlite") as copy:
+            assert {e["run"] for e in copy.iter_experiences() if e["task"] == task} == {own_run}
+            assert {e["run"] for e in copy.iter_elites() if e["task"] == task} == {own_run}
+            assert any(e["task"] == other for e in copy.iter_elites())
     report = (out / "report.md").read_text()
     assert "## Leave-one-out memory test" in report and "| greedy | 0 |" in report
     assert bench_main([str(suite), "--methods", "greedy", "--seeds", "0", "--memory-mode", "loo", "--report-only",

@@ -20,8 +20,12 @@ from .values import DRAFT, REFINE
 
 #: reward noise assumed per stage (stage 1 rewards are 0/1, stage 2 log-gains)
 REWARD_SD = {DRAFT: 0.5, REFINE: 0.15}
-#: the cold prior maps an operator's fixed weight w to a mean of KAPPA * log(w / max w)
+#: the cold prior maps an operator's fixed weight w to a mean of COLD_MEAN + KAPPA * log(w / max w)
+#: (stage 1 rewards are success rates: an unknown operator starts at even odds)
+COLD_MEAN = {DRAFT: 0.5, REFINE: 0.0}
 KAPPA = {DRAFT: 0.1, REFINE: 0.03}
+#: reward of a proposal that duplicates a stored candidate (a wasted job)
+DUPLICATE_REWARD = -0.05
 COLD_PRIOR_N = 2.0
 PRIOR_CAP = 20.0
 
@@ -32,6 +36,7 @@ class Arm:
     prior_mean: float
     n: int = 0
     sum_r: float = 0.0
+    n_positive: int = 0
     source: str = "weight"          # "weight" or "memory": where the prior came from
 
     @property
@@ -61,7 +66,7 @@ class OperatorBandit:
                 if p is not None and p.n > 0:
                     self.arms[(stage, name)] = Arm(min(p.n, PRIOR_CAP), p.mean, source="memory")
                 else:
-                    self.arms[(stage, name)] = Arm(COLD_PRIOR_N, KAPPA[stage] * math.log(w / top[kind]))
+                    self.arms[(stage, name)] = Arm(COLD_PRIOR_N, COLD_MEAN[stage] + KAPPA[stage] * math.log(w / top[kind]))
 
     def order(self, kind: str, stage: int, rng: random.Random) -> list[str]:
         """The operators of *kind*, best Thompson sample first."""
@@ -75,10 +80,13 @@ class OperatorBandit:
         if arm is not None:
             arm.n += 1
             arm.sum_r += reward
+            arm.n_positive += int(reward > 0)
 
     def summary(self) -> dict[str, dict[str, float | int | str]]:
-        """Per "stage:operator": posterior mean, observations this run, and the prior's source."""
-        return {f"{stage}:{name}": {"mean": round(arm.mean, 4), "n": arm.n, "prior": arm.source,
+        """Per "stage:operator": posterior mean, observations this run (and how many paid off), and
+        where the prior came from."""
+        return {f"{stage}:{name}": {"mean": round(arm.mean, 4), "n": arm.n, "paid_off": arm.n_positive,
+                                    "prior": arm.source,
                                     "prior_n": round(arm.prior_n, 2)}
                 for (stage, name), arm in sorted(self.arms.items())}
 

@@ -18,7 +18,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Callable
 
-from .bandit import OperatorBandit, action_name
+from .bandit import DUPLICATE_REWARD, OperatorBandit
 from .signature import TaskSignature, signature_of
 from .store import ExperienceStore
 from .values import DRAFT, REFINE, gain_of, reward_of, stage_of
@@ -30,6 +30,8 @@ COLD_START_SEEDS = 3
 ELITES_KEPT = 8
 #: prompt-variant credit taken from the memory counts as at most this many uses
 PROMPT_PRIOR_CAP = 5
+#: the prompt pool's credit for a fixed kernel (metaprompt.PromptPool's default fix_credit)
+PROMPT_FIX_CREDIT = 0.5
 #: buffered experiences are written at least this often (and at every summary write)
 FLUSH_AT = 64
 
@@ -57,7 +59,7 @@ def prompt_key(sections: dict[str, str] | None) -> str | None:
 class RunMemory:
     """The memory as one run sees it (see module docstring)."""
 
-    def __init__(self, store: ExperienceStore, sig: TaskSignature, run: str, *, read: bool = True,
+    def __init__(self, store: ExperienceStore, sig: TaskSignature, run: str = "", *, read: bool = True,
                  write: bool = True, builtin_operators: dict[str, tuple[str, float]] | None = None,
                  log: Callable[[str], None] = print):
         self.store, self.sig, self.run = store, sig, run
@@ -66,18 +68,24 @@ class RunMemory:
         self._pending: list[tuple[dict[str, Any], list[str]]] = []
         self.cold_start: list[str] = []
         self._retrieved: dict[int, tuple[int, list[dict[str, Any]]]] = {}
+        self._failed: set[str] = set()
         self.priors = {stage: store.priors(sig, stage) if read else {} for stage in (DRAFT, REFINE)}
         self.bandit = OperatorBandit(builtin_operators, self.priors) if builtin_operators else None
 
     @classmethod
-    def open(cls, path: str | Path, task, hardware: list[str], run_dir: Path, *, read: bool = True,
-             write: bool = True, builtin: bool = False, log: Callable[[str], None] = print) -> "RunMemory":
+    def open(cls, path: str | Path, task, hardware: list[str], *, read: bool = True, write: bool = True,
+             builtin: bool = False, log: Callable[[str], None] = print) -> "RunMemory":
+        """The memory for a run of *task*; set ``run`` (the run directory) before recording."""
         ops = None
         if builtin:
             from ..mutate.builtin import OPERATORS
             ops = {op.name: (op.kind, float(op.weight)) for op in OPERATORS}
-        return cls(ExperienceStore(path), signature_of(task, hardware), str(run_dir), read=read, write=write,
-                   builtin_operators=ops, log=log)
+        store = ExperienceStore(path)
+        try:
+            return cls(store, signature_of(task, hardware), read=read, write=write, builtin_operators=ops, log=log)
+        except BaseException:
+            store.close()
+            raise
 
     def close(self) -> None:
         self.flush()
@@ -111,7 +119,7 @@ class RunMemory:
                 continue
             n = max(1, int(round(min(prior.n, PROMPT_PRIOR_CAP))))
             v["credited"] += n
-            v["credit_sum"] += n * max(prior.mean, 0.0)
+            v["credit_sum"] += n * prior.mean
             primed += 1
         return primed
 
@@ -156,7 +164,10 @@ class RunMemory:
         if not self.write:
             return
         pkey = prompt_key((job.get("prompt") or {}).get("sections"))
-        actions = [mutator] + ([pkey] if pkey else [])
+        actions: list = [mutator]
+        if pkey:                 # a prompt variant is valued on the prompt pool's own credit scale
+            from ..mutate.metaprompt import child_gain
+            actions.append((pkey, child_gain(parent.get("objective"), child_obj, PROMPT_FIX_CREDIT)))
         diff = ""
         if parent.get("source") and row.get("source"):
             diff = "".join(difflib.unified_diff(parent["source"].splitlines(True), row["source"].splitlines(True),
@@ -182,6 +193,12 @@ class RunMemory:
             self.written += len(batch)
         except sqlite3.Error as exc:
             self._fail("write", exc)
+
+    def note_duplicate(self, job: dict[str, Any], mutator: str | None) -> None:
+        """A proposal that duplicated a stored candidate: a small penalty for its operator."""
+        if self.bandit is not None and mutator and mutator.startswith("builtin:"):
+            parent = job.get("parent") or {}
+            self.bandit.update(stage_of(parent.get("passed"), job["kind"]), mutator.split(":", 1)[1], DUPLICATE_REWARD)
 
     # -- at the end -------------------------------------------------------------------
     def record_elites(self, archive) -> None:
@@ -209,4 +226,7 @@ class RunMemory:
     def _fail(self, what: str, exc: Exception) -> None:
         if what == "write":
             self.write = False
+        if what in self._failed:
+            return
+        self._failed.add(what)
         self.log(f"memory {self.store.path}: {what} failed ({exc}); the run goes on without memory {what}s.")

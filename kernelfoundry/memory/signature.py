@@ -64,8 +64,11 @@ def signature_of(task, hardware: list[str] | tuple[str, ...]) -> TaskSignature:
 
 
 def similarity(a: TaskSignature, b: TaskSignature) -> float:
-    """1 for equal signatures, 0 for nothing in common (see WEIGHTS)."""
-    s = WEIGHTS["op_kind"] * (a.op_kind == b.op_kind) + WEIGHTS["level"] * (a.level == b.level)
+    """1 for equal signatures; 0 for different op kinds (the memory transfers within an op kind),
+    else at least WEIGHTS["op_kind"] plus the matching parts (see WEIGHTS)."""
+    if a.op_kind != b.op_kind:
+        return 0.0
+    s = WEIGHTS["op_kind"] + WEIGHTS["level"] * (a.level == b.level)
     s += WEIGHTS["dtypes"] * _jaccard(a.dtypes, b.dtypes) + WEIGHTS["hardware"] * _jaccard(a.hardware, b.hardware)
     s += WEIGHTS["shape_class"] * _shape_closeness(a.shape_class, b.shape_class)
     return round(s, 6)

@@ -38,7 +38,7 @@ CREATE TABLE IF NOT EXISTS experiences (
     parent_id INTEGER, parent_cell TEXT, parent_objective REAL, parent_passed INTEGER,
     candidate_id INTEGER, gate TEXT, passed INTEGER NOT NULL, objective REAL, gain REAL,
     reward REAL NOT NULL, description TEXT, diff BLOB);
-CREATE INDEX IF NOT EXISTS experiences_value ON experiences (stage, passed, reward);
+CREATE INDEX IF NOT EXISTS experiences_value ON experiences (op_kind, stage, passed, reward);
 CREATE INDEX IF NOT EXISTS experiences_task ON experiences (task);
 CREATE TABLE IF NOT EXISTS q_values (
     {", ".join(f"{c} {'INTEGER' if c == 'level' else 'TEXT'} NOT NULL" for c in SIG_COLUMNS)},
@@ -67,7 +67,9 @@ class Prior:
     n_positive: float = 0.0
 
 
-def compress_diff(diff: str) -> bytes:
+def compress_diff(diff: str) -> bytes | None:
+    if not diff:
+        return None
     if len(diff) > MAX_DIFF_CHARS:
         diff = diff[:MAX_DIFF_CHARS] + f"\n... (diff cut at {MAX_DIFF_CHARS} characters)\n"
     return zlib.compress(diff.encode("utf-8"), 6)
@@ -92,13 +94,20 @@ class ExperienceStore:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             version = self._schema_version()
+            if version is None and self.db.execute("SELECT COUNT(*) FROM sqlite_master WHERE type='table'").fetchone()[0]:
+                raise MemoryFileError(f"{self.path} is an SQLite file but not a KernelFoundry memory (is it a run's "
+                                      "run.sqlite?); give another --memory PATH.")
             if version is None:                     # CREATE ... IF NOT EXISTS: safe if two runs create it at once
                 self.db.executescript(_SCHEMA)
                 self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
             elif version > SCHEMA_VERSION:
                 raise MemoryFileError(f"memory file {self.path} has schema {version}, newer than this KernelFoundry "
                                    f"({SCHEMA_VERSION}); upgrade, or use another --memory PATH.")
+        except MemoryFileError:
+            self._close_quietly()
+            raise
         except sqlite3.DatabaseError as exc:
+            self._close_quietly()
             raise MemoryFileError(f"memory file {self.path} cannot be used ({exc}); move it away, give another "
                                "--memory PATH, or run with --no-memory.") from None
         except OSError as exc:
@@ -118,6 +127,11 @@ class ExperienceStore:
     def close(self) -> None:
         self.db.close()
 
+    def _close_quietly(self) -> None:
+        db = getattr(self, "db", None)
+        if db is not None:
+            db.close()
+
     def __enter__(self) -> "ExperienceStore":
         return self
 
@@ -125,11 +139,12 @@ class ExperienceStore:
         self.close()
 
     # -- writing ----------------------------------------------------------------------
-    def add_experience(self, sig: TaskSignature, exp: dict[str, Any], value_actions: list[str]) -> int:
-        """Store one experience and add its reward to the values of *value_actions*."""
+    def add_experience(self, sig: TaskSignature, exp: dict[str, Any], value_actions: list) -> int:
+        """Store one experience and add its reward to the values of *value_actions* (names, or
+        (name, reward) pairs for an action whose reward is its own, e.g. a prompt variant's credit)."""
         return self.add_experiences(sig, [(exp, value_actions)])[-1]
 
-    def add_experiences(self, sig: TaskSignature, batch: list[tuple[dict[str, Any], list[str]]]) -> list[int]:
+    def add_experiences(self, sig: TaskSignature, batch: list[tuple[dict[str, Any], list]]) -> list[int]:
         """Store experiences (each with the actions whose values it updates) in one transaction."""
         ids = []
         with self._write():
@@ -137,7 +152,7 @@ class ExperienceStore:
                 ids.append(self._insert(sig, exp, value_actions))
         return ids
 
-    def _insert(self, sig: TaskSignature, exp: dict[str, Any], value_actions: list[str]) -> int:
+    def _insert(self, sig: TaskSignature, exp: dict[str, Any], value_actions: list) -> int:
         now = time.time()
         sigv = [getattr(sig, c) for c in SIG_COLUMNS]
         reward = float(exp["reward"])
@@ -150,13 +165,15 @@ class ExperienceStore:
              exp.get("parent_objective"), _bool(exp.get("parent_passed")), exp.get("candidate_id"),
              exp.get("gate"), int(bool(exp["passed"])), exp.get("objective"), exp.get("gain"), reward,
              (exp.get("description") or "")[:500], compress_diff(exp.get("diff") or "")])
-        for action in value_actions:
+        for item in value_actions:
+            action, r = item if isinstance(item, tuple) else (item, reward)
             self.db.execute(
                 f"INSERT INTO q_values ({', '.join(SIG_COLUMNS)}, stage, action, n, sum_r, sum_r2, n_positive, "
-                "updated_at) VALUES (?,?,?,?,?,?,?,?,1,?,?,?,?) ON CONFLICT DO UPDATE SET n = n + 1, "
+                f"updated_at) VALUES (?,?,?,?,?,?,?,?,1,?,?,?,?) ON CONFLICT ({', '.join(SIG_COLUMNS)}, stage, action) "
+                "DO UPDATE SET n = n + 1, "
                 "sum_r = sum_r + excluded.sum_r, sum_r2 = sum_r2 + excluded.sum_r2, "
                 "n_positive = n_positive + excluded.n_positive, updated_at = excluded.updated_at",
-                [*sigv, int(exp["stage"]), action, reward, reward * reward, int(reward > 0), now])
+                [*sigv, int(exp["stage"]), action, r, r * r, int(r > 0), now])
         return int(cur.lastrowid)
 
     def record_elites(self, run: str, sig: TaskSignature, elites: list[dict[str, Any]]) -> None:
@@ -228,8 +245,8 @@ class ExperienceStore:
         (stage 1: fixes of failed kernels; stage 2: the largest gains), value x similarity first."""
         rows = self.db.execute(
             f"SELECT {', '.join(SIG_COLUMNS)}, action, description, gain, reward, diff, objective, parent_objective "
-            "FROM experiences WHERE stage = ? AND passed = 1 AND reward > 0 AND diff IS NOT NULL "
-            "ORDER BY reward DESC LIMIT ?", (stage, scan)).fetchall()
+            "FROM experiences WHERE op_kind = ? AND stage = ? AND passed = 1 AND reward > 0 AND diff IS NOT NULL "
+            "ORDER BY reward DESC, id DESC LIMIT ?", (sig.op_kind, stage, scan)).fetchall()
         scored, seen = [], set()
         for r in rows:
             other = TaskSignature(*r[:6])
@@ -264,7 +281,7 @@ class ExperienceStore:
                 seen.add(r[9])
                 out.append({"task": other.task, "run": r[6], "candidate_id": r[7], "objective": r[8],
                             "source": r[9], "similarity": w})
-        out.sort(key=lambda e: (-e["similarity"], -e["objective"]))
+        out.sort(key=lambda e: (e["task"] != sig.task, -e["similarity"], -e["objective"]))
         return out[:k]
 
     def stats(self) -> dict[str, Any]:
@@ -320,7 +337,17 @@ class _Transaction:
         return self.db
 
     def __exit__(self, exc_type, exc, tb):
-        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        if exc_type:
+            self.db.execute("ROLLBACK")
+            return False
+        try:
+            self.db.execute("COMMIT")
+        except sqlite3.Error:
+            try:                                 # never keep the write lock after a failed commit
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            raise
         return False
 
 

@@ -208,6 +208,8 @@ class SearchDriver:
             if result["source"] is None:
                 return self._record_failure(job, result, "mutate", result.get("error") or "no source", flight)
             if result["hash"] in self.hashes:
+                if self.memory is not None:
+                    self.memory.note_duplicate(job, result.get("mutator"))
                 self.consecutive_duplicates += 1
                 self.stats.duplicates += 1
                 self.stats.add_usage(result.get("usage"))

@@ -58,13 +58,12 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
                 raise
             raise UserError(f"task file {task.path or task.name}, field 'hardware': {exc}") from None
         mutator_spec, prompt_pool, llm_client, model_note = _mutator_setup(cfg, task, seeds)
-        memory = None
+        memory = _open_memory(cfg, task, hardware, mutator_spec, progress, cleanup)  # before a run dir exists
         if cfg.resume is None:
             run_dir = new_run_dir(task.name, out=cfg.out, root=cfg.archives_root)
             cleanup.callback(os.close, lock_run_dir(run_dir))
             store = RunStore(run_dir / STORE_NAME)
             cleanup.callback(store.close)
-            memory = _open_memory(cfg, task, hardware, run_dir, mutator_spec, progress, cleanup)
             if memory is not None:
                 seeds += memory.cold_start_seeds(task, {src for _, src in seeds})
             cfg.hardware = hardware
@@ -72,8 +71,8 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
             store.set_meta("config", config_to_meta(cfg))
             store.set_meta("archive_spec", spec_to_meta(ArchiveSpec.default()))
             store.set_meta("seeds", [list(s) for s in seeds])     # a resume evaluates those not stored yet
-        else:
-            memory = _open_memory(cfg, task, hardware, run_dir, mutator_spec, progress, cleanup)
+        if memory is not None:
+            memory.run = str(Path(run_dir).resolve())
         if prompt_pool is not None:
             records = store.load_prompts()
             if records:
@@ -126,10 +125,11 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
 #: settings a resumed run keeps from its start, and the flag that sets each
 RESUME_KEEPS = {"seed": "--seed", "hardware": "--hardware", "models": "--model", "strategy": "--strategy",
                 "prompt_evolution": "--no-prompt-evolution", "tuning": "--no-tuning",
-                "max_kernel_configs": "--max-kernel-configs", "prompt_dir": "--prompts"}
+                "max_kernel_configs": "--max-kernel-configs", "prompt_dir": "--prompts",
+                "memory": "--memory", "memory_mode": "--no-memory"}
 
 
-def _open_memory(cfg, task: Task, hardware: list[str], run_dir: Path, mutator_spec: dict, progress,
+def _open_memory(cfg, task: Task, hardware: list[str], mutator_spec: dict, progress,
                  cleanup: contextlib.ExitStack):
     """The run's view of the experience memory (docs/memory.md), or None with --no-memory."""
     from ..memory import RunMemory, resolve_memory_path
@@ -137,7 +137,7 @@ def _open_memory(cfg, task: Task, hardware: list[str], run_dir: Path, mutator_sp
     if path is None:
         progress.message("memory: off")
         return None
-    memory = RunMemory.open(path, task, hardware, run_dir, read=cfg.memory_mode == "on",
+    memory = RunMemory.open(path, task, hardware, read=cfg.memory_mode == "on",
                             builtin=mutator_spec.get("type") == "builtin", log=progress.message)
     cleanup.callback(memory.close)
     n_similar = sum(int(p.n) for p in memory.priors[2].values()) if memory.read else 0
@@ -155,6 +155,8 @@ def _check_resume_options(cfg, stored: dict[str, Any], run_dir: Path) -> None:
         given, kept = getattr(cfg, key), stored[key]
         if key == "prompt_dir" and given is not None:
             given = str(Path(given).resolve())
+        if key == "memory" and given is not None:
+            given = str(given)
         if given != kept:
             clashes.append(f"{flag} {given!r} (the run has {kept!r})")
     if clashes:

@@ -131,3 +131,27 @@ def test_llm_jobs_get_similar_tasks_experiences_by_stage(tmp_path):
     assert [e["description"] for e in fix["experiences"]] == ["mask the tail"]
     assert "+mask = offs < n" in fix["experiences"][0]["diff"] and fix["experiences"][0]["task"] == "softmax_other"
     memory.close()
+
+
+def test_record_updates_the_bandit_values_and_prompt_credit_on_their_scales(tmp_path):
+    task = load_task(SOFTMAX)
+    store = ExperienceStore(tmp_path / "m.sqlite")
+    memory = RunMemory(store, signature_of(task, ["h100"]), "run", builtin_operators=BUILTIN, log=lambda m: None)
+    parent = {"id": 0, "source": "a\n", "passed": True, "objective": 1.0, "cell": [1, 1]}
+    prompt = {"id": 0, "sections": {"philosophy": "be fast"}}
+    memory.record({"kind": "mutate", "seed": 1, "parent": parent, "prompt": prompt},
+                  {"id": 1, "passed": True, "objective": 1.2, "mutator": "builtin:grow_block", "source": "b\n"})
+    memory.record({"kind": "mutate", "seed": 2, "parent": parent, "prompt": prompt},
+                  {"id": 2, "passed": False, "gate": "correctness", "mutator": "builtin:grow_block", "source": "c\n"})
+    memory.note_duplicate({"kind": "mutate", "parent": parent}, "builtin:whole_row")
+    arms = memory.bandit.summary()
+    assert arms[f"{REFINE}:grow_block"]["n"] == 2 and arms[f"{REFINE}:grow_block"]["paid_off"] == 1
+    assert arms[f"{REFINE}:whole_row"]["n"] == 1 and arms[f"{REFINE}:whole_row"]["mean"] < 0
+    memory.flush()
+    priors = store.priors(memory.sig, REFINE)
+    import math
+    assert priors["builtin:grow_block"].mean == pytest.approx((math.log(1.2) - 0.1) / 2)
+    from kernelfoundry.memory.run_memory import prompt_key
+    # the prompt pool credits max(0, log gain) and 0 for a failure: the memory keeps that scale
+    assert priors[prompt_key(prompt["sections"])].mean == pytest.approx(math.log(1.2) / 2)
+    memory.close()

@@ -28,6 +28,8 @@ def test_similarity_orders_related_tasks():
     assert similarity(SOFTMAX, SOFTMAX) == 1.0
     assert 0.6 < similarity(SOFTMAX, SOFTMAX_B) < 1.0
     assert similarity(SOFTMAX, MATMUL) < 0.5
+    same_but_kind = TaskSignature("other", "norm", 1, "float32", "r3xl5", "h100")
+    assert similarity(SOFTMAX, same_but_kind) == 0.0          # the memory transfers within an op kind only
     assert shape_class({"x": (4096, 32768)}) == "r3xl4" and shape_class({"a": (8,), "b": (3, 5, 7)}) == "r1xl0"
 
 
@@ -92,6 +94,16 @@ def test_concurrent_writers_lose_nothing(tmp_path):
     with ExperienceStore(path) as store:
         assert store.stats()["experiences"] == 300
         assert store.priors(SOFTMAX, REFINE)["builtin:x"].n == pytest.approx(300)
+
+
+def test_a_foreign_sqlite_file_is_refused(tmp_path):
+    other = tmp_path / "run.sqlite"
+    db = sqlite3.connect(other)
+    db.execute("CREATE TABLE candidates (id INTEGER)")
+    db.commit()
+    db.close()
+    with pytest.raises(UserError, match="not a KernelFoundry memory"):
+        ExperienceStore(other)
 
 
 def test_bad_files_give_clear_errors(tmp_path):
