@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from .ast_loops import block_loop
 from .ast_module import (Skip, all_names, arg_names, fresh_name, is_call_to, is_constexpr_arg, launch_function,
                          launched_kernels, loaded_names, program_id_axis, same, statement_lists,
-                         stored_names, template, template_expr)
+                         stored_names, template, template_expr, uses_dot)
 from .ast_signature import (add_constexpr_param, add_runtime_param, add_template_param, grid_dims, grid_site,
                             launch_calls_in_launch, pass_keyword)
 from .ops_base import TRACED_KERNEL_CONFIGS, Edit, OpContext, Operator, kernel_space_size
@@ -151,8 +151,9 @@ def _accumulators(body: list[ast.stmt], index: int) -> list[Accumulator]:
                      and isinstance(n.ctx, ast.Store))
         upd = _update(updates[0]) if len(updates) == 1 and stores == 1 else None
         if upd is None or name in loaded_names(upd[2]):
-            raise Skip(f"{name} is carried across blocks but not updated as `{name} += E` or "
-                       f"`{name} = tl.maximum/minimum({name}, E)` (e.g. a rescaled online sum)")
+            raise Skip(f"{name} is carried across blocks but is not a plain sum/max/min accumulator "
+                       f"(`{name} += E`, `{name} = tl.maximum({name}, E)`); an online softmax's running "
+                       "max and rescaled sum are not split")
         others = [s for s in loop.body if s is not updates[0]]
         if any(name in loaded_names(s) for s in others):
             raise Skip(f"accumulator {name} is read inside its loop")
@@ -206,6 +207,8 @@ def _row_block(fn: ast.FunctionDef, body: list[ast.stmt]) -> tuple[str, str]:
 def find_row_passes(fn: ast.FunctionDef) -> RowPasses:
     """The reduction and write passes of a one-program-per-row kernel; Skip when absent."""
     body = fn.body
+    if uses_dot(fn):
+        raise Skip(f"{fn.name} uses tl.dot (its accumulator is a tile, not a row reduction)")
     if any(is_call_to(n, "num_programs") for n in ast.walk(fn)):
         raise Skip(f"{fn.name} reads tl.num_programs")
     pids = [n for n in ast.walk(fn) if is_call_to(n, "program_id")]
