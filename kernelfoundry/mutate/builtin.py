@@ -18,7 +18,8 @@ from typing import Sequence
 from .ast_module import KernelModule, Skip
 from .base import MutationRequest, Proposal
 from .ops_base import Edit, OpContext, Operator, check_space
-from . import ops_crossover, ops_online, ops_ordering, ops_params, ops_repair, ops_rows, ops_split, ops_wholerow
+from . import (ops_crossover, ops_online, ops_ordering, ops_params, ops_repair, ops_rows, ops_split, ops_variance,
+               ops_wholerow)
 from .ops_crossover import check_compatible
 
 KINDS = ("mutate", "crossover", "fix")
@@ -26,7 +27,8 @@ KINDS = ("mutate", "crossover", "fix")
 #: Every built-in operator, in a fixed order (the draw order comes from the seed).
 OPERATORS: tuple[Operator, ...] = (
     *ops_params.OPERATORS, *ops_ordering.OPERATORS, *ops_online.OPERATORS, *ops_rows.OPERATORS,
-    *ops_wholerow.OPERATORS, *ops_split.OPERATORS, *ops_crossover.OPERATORS, *ops_repair.OPERATORS,
+    *ops_wholerow.OPERATORS, *ops_split.OPERATORS, *ops_variance.OPERATORS, *ops_crossover.OPERATORS,
+    *ops_repair.OPERATORS,
 )
 
 
