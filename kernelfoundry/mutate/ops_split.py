@@ -223,10 +223,12 @@ def find_row_passes(fn: ast.FunctionDef) -> RowPasses:
     reductions, accumulators, writes = [], [], []
     for i in loops:
         if _effects(body[i]):
-            _, carried = _carried(body[i])
+            assigned, carried = _carried(body[i])
             if carried:
                 raise Skip(f"a loop of {fn.name} stores and carries {', '.join(sorted(carried))} "
                            "across blocks (a scan)")
+            if _reads_before_write(body[i + 1:], assigned):
+                raise Skip(f"a value from the last block of a write loop of {fn.name} is read after it")
             writes.append(i)
             continue
         if writes:
@@ -363,11 +365,12 @@ def _launch_site(tree: ast.Module, call: ast.Call) -> tuple[list[ast.stmt], int]
 
 
 def _split_values(space: dict) -> list[int]:
-    """SPLIT_VALUES, trimmed (default kept) so the kernel space stays within what is traced."""
+    """SPLIT_VALUES, trimmed so the kernel space stays within what the verifier traces: the
+    smallest non-default values go first (few long rows want many programs per row)."""
     values = list(SPLIT_VALUES)
     base = kernel_space_size(space)
     while len(values) > 1 and base * len(values) > max(TRACED_KERNEL_CONFIGS, base):
-        values.pop()
+        values.remove(min(values[1:]))
     return values
 
 

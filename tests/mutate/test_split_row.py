@@ -137,3 +137,9 @@ def test_split_row_skips_with_a_reason(task_name, source_op, reason):
     if source_op:
         source = apply(source_op, source)
     assert reason in skip_reason("split_row", source)
+
+
+def test_split_values_trimmed_to_the_traced_space_keep_the_largest():
+    grown = apply("grow_block", apply("grow_block", task("layernorm").seeds[0].read_text()))
+    space = parse_param_space(split(grown))
+    assert len(space["BLOCK"]) == 4 and space["SPLIT"] == [8, 32]
