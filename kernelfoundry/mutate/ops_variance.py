@@ -257,4 +257,4 @@ def one_pass_variance(ctx: OpContext) -> Edit:
     raise Skip("; ".join(reasons) or "no mean pass followed by a centred sum-of-squares pass over the same blocks")
 
 
-OPERATORS = (Operator("one_pass_variance", "mutate", 2.0, one_pass_variance),)
+OPERATORS = (Operator("one_pass_variance", "mutate", 4.0, one_pass_variance),)
