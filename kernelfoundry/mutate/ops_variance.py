@@ -172,6 +172,8 @@ def _match(fn: ast.FunctionDef, body: list[ast.stmt], i: int) -> dict | None:
     between = [t for t in range(i + 1, j) if t not in (mean_at, init_b)]
     if any({m, acc_a} & loaded_names(body[t]) or {m, acc_a, acc_b} & stored_names(body[t]) for t in between):
         return None
+    if any(loaded_names(x2_full) & stored_names(body[t]) for t in between):   # both passes read the same data
+        return None
     if sum(1 for s in loop2.body for nd in ast.walk(s) if isinstance(nd, ast.Name) and nd.id == m) != 1:
         return None
     scope = []
