@@ -22,7 +22,7 @@ OPS = {op.name: op for op in OPERATORS}
 #: Operators that must apply to each seed (the rest must skip cleanly).
 APPLIES = {
     "softmax": {"grow_block", "shrink_block", "add_warps", "add_stages", "drop_value", "promote_default",
-                "online_softmax", "rows_per_program", "whole_row", "persistent"},
+                "online_softmax", "rows_per_program", "whole_row", "persistent", "split_row"},
     "matmul": {"grow_block", "add_warps", "add_stages", "drop_value", "promote_default", "grouped_order",
                "rows_per_program", "split_k"},
 }
