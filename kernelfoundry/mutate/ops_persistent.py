@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import ast
 
-from .ast_module import (Skip, all_names, arg_names, fresh_name, launched_kernels, program_id_axis, read_params,
-                         template, template_expr, uses_dot, write_params)
-from .ast_signature import (add_launch_keyword, add_runtime_param, grid_dims, grid_site, launch_calls_in_launch,
-                            pass_keyword)
+from .ast_module import (Skip, arg_names, fresh_name, launched_kernels, read_params, template, template_expr,
+                         uses_dot, write_params)
+from .ast_signature import add_launch_keyword, add_runtime_param, pass_keyword
 from .ops_base import Edit, OpContext, Operator, fit_space
-from .ops_rows import _coarsenable, _ReplaceProgramId
+from .ops_rows import _coarsenable, one_d_grid_body
 
 #: Grid sizes to try: about 2-32 programs per core on 132-core GPUs, a few per core on NPUs.
 PROGRAM_COUNTS = [1024, 256, 4096]
@@ -46,29 +45,12 @@ def persistent(ctx: OpContext) -> Edit:
             reasons.append(f"{name} {why}")
             continue
         try:
-            calls = launch_calls_in_launch(tree, name)
-            sites = [grid_site(tree, c) for c in calls]
-            dims = [grid_dims(expr) for expr, _ in sites]
+            g = one_d_grid_body(tree, name, fn, pid_assigned_once=True)
         except Skip as exc:
             reasons.append(str(exc))
             continue
-        if any(len(d) != 1 for d in dims):
-            reasons.append(f"{name} is launched on a grid that is not 1-D")
-            continue
-        taken = all_names(tree)
-        first = fn.body[0] if fn.body else None
-        docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-        body = fn.body[1:] if docstring else list(fn.body)
-        lead = body[0] if body else None
-        if isinstance(lead, ast.Assign) and len(lead.targets) == 1 and isinstance(lead.targets[0], ast.Name) \
-                and program_id_axis(lead.value) == 0 \
-                and sum(1 for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == lead.targets[0].id
-                        and not isinstance(n.ctx, ast.Load)) == 1:
-            pid = lead.targets[0].id
-            body = body[1:]
-        else:
-            pid = fresh_name(taken, "pid")
-        body = [_ReplaceProgramId(pid).visit(s) for s in body]
+        calls, sites, dims, taken, first, docstring, pid, body = (g.calls, g.sites, g.dims, g.taken, g.first,
+                                                                  g.docstring, g.pid, g.body)
         n_tiles, n_programs = fresh_name(taken, "n_tiles"), fresh_name(taken, "num_programs")
         (loop,) = template("for PID in range(tl.program_id(0), TILES, PROGRAMS):\n    pass\n",
                            PID=pid, TILES=n_tiles, PROGRAMS=n_programs)

@@ -17,6 +17,7 @@ scheduling overhead and a different wave shape for the model to weigh.
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from .ast_module import (Skip, all_names, arg_names, fresh_name, is_call_to, launched_kernels,
                          program_id_axis, template, template_expr)
@@ -53,6 +54,47 @@ def _coarsenable(fn: ast.FunctionDef) -> str | None:
     return None
 
 
+@dataclass
+class GridBody:
+    """A kernel launched on 1-D grids: its launch calls and grid sites, and its body with the
+    program id bound to one name (``pid``), the leading ``pid = tl.program_id(0)`` taken out."""
+
+    calls: list
+    sites: list
+    dims: list
+    taken: set
+    first: ast.stmt | None
+    docstring: bool
+    pid: str
+    body: list
+
+
+def one_d_grid_body(tree: ast.Module, name: str, fn: ast.FunctionDef, *, pid_assigned_once: bool = False) -> GridBody:
+    """The :class:`GridBody` of kernel *name*; Skip unless every launch of it is on a literal 1-D grid.
+    With *pid_assigned_once*, a leading ``pid = tl.program_id(0)`` is reused only if ``pid`` is never
+    assigned again."""
+    calls = launch_calls_in_launch(tree, name)
+    sites = [grid_site(tree, c) for c in calls]
+    dims = [grid_dims(expr) for expr, _ in sites]
+    if any(len(d) != 1 for d in dims):
+        raise Skip(f"{name} is launched on a grid that is not 1-D")
+    taken = all_names(tree)
+    first = fn.body[0] if fn.body else None
+    docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+    body = fn.body[1:] if docstring else list(fn.body)
+    lead = body[0] if body else None
+    if isinstance(lead, ast.Assign) and len(lead.targets) == 1 and isinstance(lead.targets[0], ast.Name) \
+            and program_id_axis(lead.value) == 0 \
+            and (not pid_assigned_once or sum(1 for n in ast.walk(fn) if isinstance(n, ast.Name)
+                                              and n.id == lead.targets[0].id and not isinstance(n.ctx, ast.Load)) == 1):
+        pid = lead.targets[0].id
+        body = body[1:]
+    else:
+        pid = fresh_name(taken, "pid")
+    body = [_ReplaceProgramId(pid).visit(s) for s in body]
+    return GridBody(calls, sites, dims, taken, first, docstring, pid, body)
+
+
 def rows_per_program(ctx: OpContext) -> Edit:
     """Let each program handle several consecutive ids of the original 1-D grid."""
     tree = ctx.module.clone()
@@ -63,27 +105,12 @@ def rows_per_program(ctx: OpContext) -> Edit:
             reasons.append(f"{name} {why}")
             continue
         try:
-            calls = launch_calls_in_launch(tree, name)
-            sites = [grid_site(tree, c) for c in calls]
-            dims = [grid_dims(expr) for expr, _ in sites]
+            g = one_d_grid_body(tree, name, fn)
         except Skip as exc:
             reasons.append(str(exc))
             continue
-        if any(len(d) != 1 for d in dims):
-            reasons.append(f"{name} is launched on a grid that is not 1-D")
-            continue
-        taken = all_names(tree)
-        first = fn.body[0] if fn.body else None
-        docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-        body = fn.body[1:] if docstring else list(fn.body)
-        lead = body[0] if body else None
-        if isinstance(lead, ast.Assign) and len(lead.targets) == 1 and isinstance(lead.targets[0], ast.Name) \
-                and program_id_axis(lead.value) == 0:
-            pid = lead.targets[0].id
-            body = body[1:]
-        else:
-            pid = fresh_name(taken, "pid")
-        body = [_ReplaceProgramId(pid).visit(s) for s in body]
+        calls, sites, dims, taken, first, docstring, pid, body = (g.calls, g.sites, g.dims, g.taken, g.first,
+                                                                  g.docstring, g.pid, g.body)
         rowish = "row" in pid.lower()
         count = fresh_name(taken, "ROWS_PER_PROGRAM" if rowish else "TILES_PER_PROGRAM")
         grid_size = fresh_name(taken, "grid_size")
