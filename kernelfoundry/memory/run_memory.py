@@ -27,6 +27,10 @@ from .values import DRAFT, REFINE, gain_of, reward_of, stage_of
 PROMPT_EXPERIENCES = 3
 RETRIEVAL_REUSE = 16
 COLD_START_SEEDS = 3
+#: of which at most this many from other tasks, one per task: an elite of another task (same op
+#: kind, same launch) often computes something else and fails correctness, a wasted candidate
+CROSS_TASK_SEEDS = 2
+MEMORY_SEED_PREFIX = "memory:"
 ELITES_KEPT = 8
 #: prompt-variant credit taken from the memory counts as at most this many uses
 PROMPT_PRIOR_CAP = 5
@@ -46,6 +50,14 @@ def launch_inputs(source: str) -> int | None:
         if isinstance(node, ast.FunctionDef) and node.name == "launch":
             return len(node.args.posonlyargs) + len(node.args.args)
     return None
+
+
+def is_memory_seed(job_or_description: dict[str, Any] | str | None) -> bool:
+    """Whether a seed job (or a stored seed's description) is a cold-start seed from the memory."""
+    if isinstance(job_or_description, dict):
+        return job_or_description.get("kind") == "seed" and str(job_or_description.get("name", "")).startswith(
+            MEMORY_SEED_PREFIX)
+    return str(job_or_description or "").startswith(f"seed {MEMORY_SEED_PREFIX}")
 
 
 def prompt_key(sections: dict[str, str] | None) -> str | None:
@@ -96,11 +108,15 @@ class RunMemory:
         """Elites of the most similar tasks whose launch fits *task*, as (name, source) seeds."""
         if not self.read:
             return []
-        out = []
-        for e in self.store.best_elites(self.sig, len(task.inputs), k=COLD_START_SEEDS + len(known_sources)):
+        out, other_tasks = [], set()
+        for e in self.store.best_elites(self.sig, len(task.inputs), k=4 * COLD_START_SEEDS + len(known_sources)):
             if e["source"] in known_sources or launch_inputs(e["source"]) != len(task.inputs):
                 continue
-            out.append((f"memory:{e['task']}#{e['candidate_id']} (objective {e['objective']:.3f}, "
+            if e["task"] != task.name:
+                if e["task"] in other_tasks or len(other_tasks) >= CROSS_TASK_SEEDS:
+                    continue
+                other_tasks.add(e["task"])
+            out.append((f"{MEMORY_SEED_PREFIX}{e['task']}#{e['candidate_id']} (objective {e['objective']:.3f}, "
                         f"similarity {e['similarity']:.2f})", e["source"]))
             if len(out) == COLD_START_SEEDS:
                 break
@@ -158,7 +174,7 @@ class RunMemory:
         reward = reward_of(stage, row["passed"], parent.get("objective"), child_obj)
         mutator = row.get("mutator") or "unknown"
         if kind == "seed":
-            mutator = "memory-seed" if str(job.get("name", "")).startswith("memory:") else "seed"
+            mutator = "memory-seed" if is_memory_seed(job) else "seed"
         if self.bandit is not None and mutator.startswith("builtin:"):
             self.bandit.update(stage, mutator.split(":", 1)[1], reward)
         if not self.write:

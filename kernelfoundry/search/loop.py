@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import UserError
+from ..memory.run_memory import is_memory_seed
 from ..mutate.base import ParentView
 from ..store import RunStore
 from ..task import Task
@@ -73,12 +74,14 @@ class SearchDriver:
                 self.hashes.add(source_hash(row.source))
             if row.mutator == "seed" and row.passed:
                 self.state.seed_ids.append(row.id)
-            self.state.note(row.id, row.passed, row.objective, row.gate)
+            # a memory seed that failed is another task's kernel: nothing to repair
+            foreign = row.kind == "seed" and is_memory_seed(row.description)
+            self.state.note(row.id, row.passed, row.objective, None if foreign else row.gate)
             if row.passed and row.descriptors:
                 self.archive.add(row.id, row.source, row.objective, row.descriptors)
                 self.views[row.id] = self._view(row.id, row.source, row.passed, row.gate, row.reason,
                                                 row.objective, row.descriptors, row.hardware)
-            elif row.source and row.gate in ("correctness", "trace", "load"):
+            elif row.source and row.gate in ("correctness", "trace", "load") and not foreign:
                 self.views[row.id] = self._view(row.id, row.source, row.passed, row.gate, row.reason,
                                                 None, None, {})
 
@@ -106,7 +109,7 @@ class SearchDriver:
         return self.write_summary(final=True)
 
     def _evaluate_seeds(self, seeds: list[tuple[str, str]]) -> None:
-        failures = []
+        failures, misfits = [], []
         queue = list(seeds)
         while queue or self.pool.futures:
             for w in self.pool.idle_workers():
@@ -123,10 +126,14 @@ class SearchDriver:
                     row = self.store.get_candidate(cid)
                     if row.passed:
                         self.state.seed_ids.append(cid)
+                    elif is_memory_seed(flight.job):
+                        misfits.append(f"{flight.job['name'].split(' ')[0]} (gate '{row.gate}')")
                     else:
                         failures.append(f"{flight.job['name']}: gate '{row.gate}': {row.reason}")
         if failures:
             self.log("seed kernel(s) failed the verifier:\n  " + "\n  ".join(failures))
+        if misfits:
+            self.log(f"{len(misfits)} seed(s) from the memory did not fit this task: {', '.join(misfits)}")
         if not self.state.seed_ids:
             if not seeds:                          # a resumed run: its seeds were stored and failed before
                 failures = [f"{r.description or 'seed'}: gate '{r.gate}': {r.reason}"
@@ -278,8 +285,9 @@ class SearchDriver:
         cid = self.store.add_candidate(row, llm_log)
         self.stats.note(cid=cid, passed=row["passed"], gate=row["gate"], objective=objective,
                         mutator=row["mutator"], usage=(proposal or {}).get("usage"))
-        self.state.note(cid, row["passed"], objective, row["gate"])
-        if row["source"] and (row["passed"] or row["gate"] in ("correctness", "trace", "load")):
+        foreign = is_memory_seed(job)      # a failed memory seed is another task's kernel: not repairable
+        self.state.note(cid, row["passed"], objective, None if foreign else row["gate"])
+        if row["source"] and (row["passed"] or (row["gate"] in ("correctness", "trace", "load") and not foreign)):
             self.views[cid] = self._view(cid, row["source"], row["passed"], row["gate"], row["reason"],
                                          objective, row.get("descriptors"), row.get("hardware"))
         if self.memory is not None:

@@ -155,3 +155,27 @@ def test_record_updates_the_bandit_values_and_prompt_credit_on_their_scales(tmp_
     # the prompt pool credits max(0, log gain) and 0 for a failure: the memory keeps that scale
     assert priors[prompt_key(prompt["sections"])].mean == pytest.approx(math.log(1.2) / 2)
     memory.close()
+
+
+def test_cold_start_takes_the_tasks_own_elites_first_and_one_per_other_task(tmp_path):
+    task = load_task(RELU)
+    sig = signature_of(task, list(task.hardware))
+    store = ExperienceStore(tmp_path / "m.sqlite")
+
+    def elites(name, run, objectives):
+        other = type(sig)(**dict(sig.to_dict(), task=name))
+        store.record_elites(run, other, [{"candidate_id": i, "objective": o, "n_inputs": 1,
+                                          "source": f"def launch(x):\n    pass  # {name} {run} {i}\n"}
+                                         for i, o in enumerate(objectives)])
+    elites("relu", "r0", [1.0])
+    elites("twin_a", "a0", [5.0, 4.0])
+    elites("twin_b", "b0", [3.0])
+    elites("twin_c", "c0", [9.0])
+    memory = RunMemory(store, sig, "new", log=lambda m: None)
+    names = [n.split(" ")[0] for n, _ in memory.cold_start_seeds(task, set())]
+    assert names[0] == "memory:relu#0" and len(names) == 3
+    assert len({n.split("#")[0] for n in names[1:]}) == 2 and "memory:relu#0" not in names[1:]
+    from kernelfoundry.memory.run_memory import is_memory_seed
+    assert is_memory_seed({"kind": "seed", "name": names[1]}) and is_memory_seed(f"seed {names[1]}")
+    assert not is_memory_seed({"kind": "seed", "name": "relu_naive.py"}) and not is_memory_seed("seed relu_naive.py")
+    memory.close()
