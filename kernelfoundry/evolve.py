@@ -167,7 +167,7 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
         if band.get("note"):             # every objective is a prediction: say how far it can be trusted
             rows.append((f"model ({name})", band["note"]))
     mem = summary.get("memory")
-    if mem:
+    if mem and mem.get("path"):
         seeds = mem.get("cold_start_seeds") or []
         rows.append(("memory", f"{mem['path']}: {mem['experiences_written']} experiences written"
                                + (f"; {len(seeds)} seed(s) from similar tasks' elites" if seeds else "")

@@ -68,12 +68,13 @@ class OperatorBandit:
                 else:
                     self.arms[(stage, name)] = Arm(COLD_PRIOR_N, COLD_MEAN[stage] + KAPPA[stage] * math.log(w / top[kind]))
 
-    def order(self, kind: str, stage: int, rng: random.Random) -> list[str]:
-        """The operators of *kind*, best Thompson sample first."""
+    def order(self, kind: str, stage: int, rng: random.Random, tried: frozenset[str] = frozenset()) -> list[str]:
+        """The operators of *kind*, best Thompson sample first; operators in *tried* (already applied
+        to this parent) after all the others, so every operator that fits a parent gets its turn."""
         sd = REWARD_SD[stage]
-        scored = [(self.arms[(stage, name)].sample(rng, sd), name) for name, (k, _) in self.operators.items()
-                  if k == kind]
-        return [name for _, name in sorted(scored, key=lambda t: -t[0])]
+        scored = [(name in tried, -self.arms[(stage, name)].sample(rng, sd), name)
+                  for name, (k, _) in self.operators.items() if k == kind]
+        return [name for _, _, name in sorted(scored)]
 
     def update(self, stage: int, operator: str, reward: float) -> None:
         arm = self.arms.get((stage, operator))

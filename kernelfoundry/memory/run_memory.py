@@ -71,37 +71,41 @@ def prompt_key(sections: dict[str, str] | None) -> str | None:
 class RunMemory:
     """The memory as one run sees it (see module docstring)."""
 
-    def __init__(self, store: ExperienceStore, sig: TaskSignature, run: str = "", *, read: bool = True,
+    def __init__(self, store: ExperienceStore | None, sig: TaskSignature, run: str = "", *, read: bool = True,
                  write: bool = True, builtin_operators: dict[str, tuple[str, float]] | None = None,
                  log: Callable[[str], None] = print):
+        """*store* None: no memory file (--no-memory); the operator bandit still learns from this run."""
         self.store, self.sig, self.run = store, sig, run
-        self.read, self.write, self.log = read, write, log
+        self.read, self.write, self.log = read and store is not None, write and store is not None, log
         self.written = 0
         self._pending: list[tuple[dict[str, Any], list[str]]] = []
         self.cold_start: list[str] = []
         self._retrieved: dict[int, tuple[int, list[dict[str, Any]]]] = {}
         self._failed: set[str] = set()
-        self.priors = {stage: store.priors(sig, stage) if read else {} for stage in (DRAFT, REFINE)}
+        self.priors = {stage: store.priors(sig, stage) if self.read else {} for stage in (DRAFT, REFINE)}
         self.bandit = OperatorBandit(builtin_operators, self.priors) if builtin_operators else None
 
     @classmethod
-    def open(cls, path: str | Path, task, hardware: list[str], *, read: bool = True, write: bool = True,
+    def open(cls, path: str | Path | None, task, hardware: list[str], *, read: bool = True, write: bool = True,
              builtin: bool = False, log: Callable[[str], None] = print) -> "RunMemory":
-        """The memory for a run of *task*; set ``run`` (the run directory) before recording."""
+        """The memory for a run of *task* (*path* None: none, only the bandit); set ``run`` (the run
+        directory) before recording."""
         ops = None
         if builtin:
             from ..mutate.builtin import OPERATORS
             ops = {op.name: (op.kind, float(op.weight)) for op in OPERATORS}
-        store = ExperienceStore(path)
+        store = ExperienceStore(path) if path is not None else None
         try:
             return cls(store, signature_of(task, hardware), read=read, write=write, builtin_operators=ops, log=log)
         except BaseException:
-            store.close()
+            if store is not None:
+                store.close()
             raise
 
     def close(self) -> None:
         self.flush()
-        self.store.close()
+        if self.store is not None:
+            self.store.close()
 
     # -- before the search ------------------------------------------------------------
     def cold_start_seeds(self, task, known_sources: set[str]) -> list[tuple[str, str]]:
@@ -140,14 +144,14 @@ class RunMemory:
         return primed
 
     # -- per job ----------------------------------------------------------------------
-    def job_extras(self, job: dict[str, Any]) -> dict[str, Any]:
+    def job_extras(self, job: dict[str, Any], tried: frozenset[str] = frozenset()) -> dict[str, Any]:
         """What the memory adds to a job: the operator order (built-in) or experiences (LLM)."""
         parent = job.get("parent") or {}
         stage = stage_of(parent.get("passed"), job["kind"])
         extras: dict[str, Any] = {}
         if self.bandit is not None:
             rng = random.Random(f"memory:{job['seed']}")
-            extras["operator_order"] = self.bandit.order(job["kind"], stage, rng)
+            extras["operator_order"] = self.bandit.order(job["kind"], stage, rng, tried)
         elif self.read:                      # an LLM run: valued edits of similar tasks for the prompt
             extras["experiences"] = self._experiences(stage)
         return extras
@@ -231,7 +235,7 @@ class RunMemory:
 
     def summary(self) -> dict[str, Any]:
         self.flush()
-        out: dict[str, Any] = {"path": str(self.store.path), "read": self.read, "write": self.write,
+        out: dict[str, Any] = {"path": None if self.store is None else str(self.store.path), "read": self.read, "write": self.write,
                                "signature": self.sig.to_dict(), "experiences_written": self.written,
                                "cold_start_seeds": self.cold_start,
                                "priors": {("draft" if s == DRAFT else "refine"): len(p) for s, p in self.priors.items()}}

@@ -54,6 +54,7 @@ class SearchDriver:
         self.archive = archive or KernelArchive(seed=settings.seed)
         self.log = log or progress.message
         self.memory = memory                                # kernelfoundry.memory.RunMemory, or None
+        self.tried: dict[int, set[str]] = {}                # parent id -> built-in operators applied to it
         self.stats = RunStats.from_store(store)
         self.state = SelectionState()
         self.views: dict[int, ParentView] = {}          # passed candidates and recent failures
@@ -72,6 +73,7 @@ class SearchDriver:
         for row in self.store.iter_candidates():
             if row.source:
                 self.hashes.add(source_hash(row.source))
+            self._note_tried(row.parent_ids, row.mutator)
             if row.mutator == "seed" and row.passed:
                 self.state.seed_ids.append(row.id)
             # a memory seed that failed is another task's kernel: nothing to repair
@@ -187,9 +189,13 @@ class SearchDriver:
         if self.prompt_pool is not None:
             job["prompt"] = self.prompt_pool.sample()
         if self.memory is not None:
-            job.update(self.memory.job_extras(job))
+            job.update(self.memory.job_extras(job, frozenset(self.tried.get(parent.id, ()))))
         self.pool.submit(worker, "propose", InFlight(job=job, stage="propose", worker=worker, started=time.time()),
                          job)
+
+    def _note_tried(self, parent_ids, mutator: str | None) -> None:
+        if parent_ids and mutator and mutator.startswith("builtin:"):
+            self.tried.setdefault(int(parent_ids[0]), set()).add(mutator.split(":", 1)[1])
 
     def _view_of(self, cid: int) -> ParentView:
         return self.views.get(cid) or self._view_from_store(cid)
@@ -214,6 +220,7 @@ class SearchDriver:
                 return self._record_failure(job, None, "worker", err, flight)
             if result["source"] is None:
                 return self._record_failure(job, result, "mutate", result.get("error") or "no source", flight)
+            self._note_tried(result.get("parent_ids"), result.get("mutator"))
             if result["hash"] in self.hashes:
                 if self.memory is not None:
                     self.memory.note_duplicate(job, result.get("mutator"))

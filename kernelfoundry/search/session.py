@@ -134,12 +134,16 @@ def _open_memory(cfg, task: Task, hardware: list[str], mutator_spec: dict, progr
     """The run's view of the experience memory (docs/memory.md), or None with --no-memory."""
     from ..memory import RunMemory, resolve_memory_path
     path = resolve_memory_path(cfg.memory, cfg.archives_root, enabled=cfg.memory_mode != "off")
+    builtin = mutator_spec.get("type") == "builtin"
     if path is None:
-        progress.message("memory: off")
-        return None
-    memory = RunMemory.open(path, task, hardware, read=cfg.memory_mode == "on",
-                            builtin=mutator_spec.get("type") == "builtin", log=progress.message)
+        progress.message("memory: off" + (" (the operator bandit learns from this run only)" if builtin else ""))
+        if not builtin:
+            return None
+    memory = RunMemory.open(path, task, hardware, read=cfg.memory_mode == "on", builtin=builtin,
+                            log=progress.message)
     cleanup.callback(memory.close)
+    if path is None:
+        return memory
     n_similar = sum(int(p.n) for p in memory.priors[2].values()) if memory.read else 0
     progress.message(f"memory: {path} ({'read and write' if memory.read else 'write only'}; "
                      f"{memory.sig.op_kind} task, {n_similar} weighted refine experiences of similar tasks)")

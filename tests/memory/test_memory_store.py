@@ -184,3 +184,10 @@ def test_memory_command(tmp_path, capsys):
     with ExperienceStore(path) as store:
         assert store.best_elites(MATMUL, 2) == [] and store.stats()["experiences"] == 2
     assert memory_main(["--memory", str(tmp_path / "missing.sqlite"), "stats"]) == 2
+
+
+def test_bandit_puts_operators_already_applied_to_the_parent_last():
+    bandit = OperatorBandit(OPS)
+    bandit.update(REFINE, "big", 0.5)
+    rng = random.Random(3)
+    assert all(bandit.order("mutate", REFINE, rng, frozenset({"big"})) == ["small", "big"] for _ in range(50))
