@@ -69,15 +69,21 @@ class GridBody:
     body: list
 
 
-def one_d_grid_body(tree: ast.Module, name: str, fn: ast.FunctionDef, *, pid_assigned_once: bool = False) -> GridBody:
-    """The :class:`GridBody` of kernel *name*; Skip unless every launch of it is on a literal 1-D grid.
-    With *pid_assigned_once*, a leading ``pid = tl.program_id(0)`` is reused only if ``pid`` is never
-    assigned again."""
+def one_d_launch_sites(tree: ast.Module, name: str) -> tuple[list, list, list]:
+    """Kernel *name*'s launch calls in ``launch``, their grid sites and grid dims; Skip unless all are 1-D."""
     calls = launch_calls_in_launch(tree, name)
     sites = [grid_site(tree, c) for c in calls]
     dims = [grid_dims(expr) for expr, _ in sites]
     if any(len(d) != 1 for d in dims):
         raise Skip(f"{name} is launched on a grid that is not 1-D")
+    return calls, sites, dims
+
+
+def one_d_grid_body(tree: ast.Module, name: str, fn: ast.FunctionDef, *, pid_assigned_once: bool = False) -> GridBody:
+    """The :class:`GridBody` of kernel *name*; Skip unless every launch of it is on a literal 1-D grid.
+    With *pid_assigned_once*, a leading ``pid = tl.program_id(0)`` is reused only if ``pid`` is never
+    assigned again."""
+    calls, sites, dims = one_d_launch_sites(tree, name)
     taken = all_names(tree)
     first = fn.body[0] if fn.body else None
     docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)

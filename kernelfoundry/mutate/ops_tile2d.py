@@ -34,6 +34,7 @@ from .ast_module import (Skip, all_names, fresh_name, is_call_to, is_constexpr_a
                          program_id_axis, read_params, same, stored_names, template, template_expr, write_params)
 from .ast_signature import add_template_param, call_binding, grid_dims, grid_site, launch_calls_in_launch
 from .ops_base import Edit, OpContext, Operator, fit_space
+from .ops_rows import one_d_launch_sites
 
 COLUMN_BLOCKS = [64, 32, 128, 256]
 ROW_BLOCKS = [64, 32, 128]
@@ -435,11 +436,7 @@ def _tile_columns_of(tree: ast.Module, name: str, ctx: OpContext) -> str:
         raise Skip(f"{name} reads the program id more than once or on another axis")
     if not _has_strided_access(fn, {column, pid}):
         raise Skip(f"{name} has no access that adds {column} unscaled to offsets scaled by a stride")
-    calls = launch_calls_in_launch(tree, name)
-    sites = [grid_site(tree, c) for c in calls]
-    dims = [grid_dims(expr) for expr, _ in sites]
-    if any(len(d) != 1 for d in dims):
-        raise Skip(f"{name} is launched on a grid that is not 1-D")
+    calls, sites, dims = one_d_launch_sites(tree, name)
     taken = all_names(tree)
     block = fresh_name(taken, "BLOCK_C")
     grids = []
@@ -480,16 +477,21 @@ def _tile_columns_of(tree: ast.Module, name: str, ctx: OpContext) -> str:
             f"as a 2-D tile, loads coalesced along the columns")
 
 
-def tile_columns(ctx: OpContext) -> Edit:
-    """Each program reduces BLOCK_C adjacent columns instead of one (coalesced loads)."""
+def _first_kernel(ctx: OpContext, edit_kernel) -> Edit:
+    """The edit of the first launched kernel *edit_kernel* (tree, name, ctx) -> description applies to."""
     reasons = []
     for name in launched_kernels(ctx.module.tree):
         tree = ctx.module.clone()
         try:
-            return Edit(tree, _tile_columns_of(tree, name, ctx))
+            return Edit(tree, edit_kernel(tree, name, ctx))
         except Skip as exc:
             reasons.append(str(exc))
     raise Skip("; ".join(reasons) or "no launched kernel")
+
+
+def tile_columns(ctx: OpContext) -> Edit:
+    """Each program reduces BLOCK_C adjacent columns instead of one (coalesced loads)."""
+    return _first_kernel(ctx, _tile_columns_of)
 
 
 def _replace_name(node: ast.AST, name: str, expr: ast.expr) -> None:
@@ -542,14 +544,7 @@ def _tile_rows_of(tree: ast.Module, name: str, ctx: OpContext) -> str:
 
 def tile_2d(ctx: OpContext) -> Edit:
     """Each program handles BLOCK_M consecutive values of its scalar program index (a 2-D tile)."""
-    reasons = []
-    for name in launched_kernels(ctx.module.tree):
-        tree = ctx.module.clone()
-        try:
-            return Edit(tree, _tile_rows_of(tree, name, ctx))
-        except Skip as exc:
-            reasons.append(str(exc))
-    raise Skip("; ".join(reasons) or "no launched kernel")
+    return _first_kernel(ctx, _tile_rows_of)
 
 
 OPERATORS = (Operator("tile_columns", "mutate", 2, tile_columns),
