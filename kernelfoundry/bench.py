@@ -151,6 +151,7 @@ def copy_memory_without(source: Path, dest: Path, task: str) -> None:
 
 def _with_loo(out: Path, report: str, rows: list[dict[str, Any]], methods: list[str], seeds: list[int]) -> str:
     """The report, plus the leave-one-out verdict when the bench has memory runs (also in report.md)."""
+    from . import bench_report
     pairs = [(m, m + MEMORY_SUFFIX) for m in methods if m + MEMORY_SUFFIX in methods]
     if not pairs:
         return report
@@ -165,23 +166,14 @@ def _with_loo(out: Path, report: str, rows: list[dict[str, Any]], methods: list[
             if not tasks:
                 continue
             qa, qb = (sum(r["qd_score"] for r in x if r["task"] in tasks) for x in (a, b))
-            ga, gb = (_geomean([r["best_objective"] for r in x if r["task"] in tasks]) for x in (a, b))
+            ga, gb = (bench_report._geomean_or_zero([r["best_objective"] or 0.0 for r in x if r["task"] in tasks])
+                      for x in (a, b))
             wins = "yes" if qb > qa and gb > ga else "no"
             lines.append(f"| {cold} | {seed} | {qa:.2f} | {qb:.2f} | {ga:.3f} | {gb:.3f} | {wins} |")
     section = "\n".join(lines) + "\n"
     with open(out / "report.md", "a", encoding="utf-8") as fh:
         fh.write(section)
     return report + "\n" + section
-
-
-#: a task without a correct kernel counts with this speedup in the leave-one-out geomean
-NO_KERNEL_SPEEDUP = 1e-3
-
-
-def _geomean(values: list[float | None]) -> float:
-    import math
-    vals = [v if v and v > 0 else NO_KERNEL_SPEEDUP for v in values]
-    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else 0.0
 
 
 def run_dir_of(out: Path, task: str, method: str, seed: int) -> Path:

@@ -29,11 +29,12 @@ SCHEMA_VERSION = 1
 MAX_DIFF_CHARS = 6000
 SIG_COLUMNS = ("task", "op_kind", "level", "dtypes", "shape_class", "hardware")
 
+_SIG_DDL = ", ".join(f"{c} {'INTEGER' if c == 'level' else 'TEXT'} NOT NULL" for c in SIG_COLUMNS)
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS experiences (
     id INTEGER PRIMARY KEY, created_at REAL NOT NULL, run TEXT NOT NULL,
-    {", ".join(f"{c} {'INTEGER' if c == 'level' else 'TEXT'} NOT NULL" for c in SIG_COLUMNS)},
+    {_SIG_DDL},
     stage INTEGER NOT NULL, action TEXT NOT NULL, request_kind TEXT NOT NULL, prompt_key TEXT,
     parent_id INTEGER, parent_cell TEXT, parent_objective REAL, parent_passed INTEGER,
     candidate_id INTEGER, gate TEXT, passed INTEGER NOT NULL, objective REAL, gain REAL,
@@ -41,14 +42,14 @@ CREATE TABLE IF NOT EXISTS experiences (
 CREATE INDEX IF NOT EXISTS experiences_value ON experiences (op_kind, stage, passed, reward);
 CREATE INDEX IF NOT EXISTS experiences_task ON experiences (task);
 CREATE TABLE IF NOT EXISTS q_values (
-    {", ".join(f"{c} {'INTEGER' if c == 'level' else 'TEXT'} NOT NULL" for c in SIG_COLUMNS)},
+    {_SIG_DDL},
     stage INTEGER NOT NULL, action TEXT NOT NULL,
     n INTEGER NOT NULL, sum_r REAL NOT NULL, sum_r2 REAL NOT NULL, n_positive INTEGER NOT NULL,
     updated_at REAL NOT NULL,
     PRIMARY KEY ({", ".join(SIG_COLUMNS)}, stage, action));
 CREATE TABLE IF NOT EXISTS elites (
     run TEXT NOT NULL, candidate_id INTEGER NOT NULL,
-    {", ".join(f"{c} {'INTEGER' if c == 'level' else 'TEXT'} NOT NULL" for c in SIG_COLUMNS)},
+    {_SIG_DDL},
     objective REAL NOT NULL, cell TEXT, n_inputs INTEGER NOT NULL, source TEXT NOT NULL,
     created_at REAL NOT NULL, PRIMARY KEY (run, candidate_id));
 """
