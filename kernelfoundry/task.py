@@ -121,9 +121,13 @@ def load_task(path: str | Path, *, check_files: bool = True) -> Task:
     """Read and validate a task file; raise :class:`TaskError` naming the problem.
 
     ``check_files=False`` skips the check that the seed kernels exist (for commands that
-    do not use them, such as ``verify``).
+    do not use them, such as ``verify``).  A ``.py`` path is a KernelBench problem file
+    (docs/kernelbench.md), imported into a cached task file first.
     """
     path = Path(path)
+    if path.suffix == ".py":                # a KernelBench problem: imported (sandboxed) into a cached task
+        from .kernelbench import materialize
+        return load_task(materialize(path, check_files=check_files), check_files=check_files)
     if not path.exists():
         raise TaskError(f"task file {path} does not exist.")
     if path.is_dir():

@@ -1,0 +1,559 @@
+"""A naive but correct starting kernel for an imported problem, generated from its aten graph.
+
+The traced reference (:mod:`.graph`) is lowered op by op: runs of pointwise ops over one
+shape become one flat kernel (the elementwise template), reductions a kernel with a program
+per output element looping over the reduced elements (the row-reduction template), scans
+a program per row, ``mm``/``bmm`` a tiled ``tl.dot`` kernel; views stay views in ``launch``.
+Intermediates go through ``torch.empty`` buffers, so level-2 problems start as several
+kernels the built-in mutator can tune.  Ops outside these templates (convolutions,
+pooling windows, gather/scatter, sorting, random numbers, in-place buffer updates) raise
+:class:`NoSeed` naming the op: no seed computes anything with torch.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from . import kernels
+from .sizes import SizeError, size_expr
+
+FLOAT = ("float32", "float16", "bfloat16", "float64")
+VIEWS = {"view", "_unsafe_view", "reshape", "permute", "t", "transpose", "expand", "unsqueeze", "squeeze",
+         "alias", "detach", "lift_fresh_copy", "slice", "select", "broadcast_in_dim", "squeeze_copy"}
+REDUCTIONS = {"sum", "mean", "amax", "amin", "var", "prod", "argmax", "argmin", "max", "min"}
+SCANS = {"cumsum", "cumprod"}
+
+
+class NoSeed(Exception):
+    """The graph holds an op the templates cannot express; the message names it."""
+
+
+def _unary(f):
+    return lambda a, kw: f(a[0])
+
+
+def _bin(op):
+    return lambda a, kw: f"({a[0]} {op} {a[1]})"
+
+
+def _pow(a, kw):
+    if a[1] == "2":
+        return f"({a[0]} * {a[0]})"
+    if a[1] == "0.5":
+        return f"tl.sqrt({a[0]})"
+    return f"libdevice.pow({a[0]}, {a[1]})"
+
+
+def _clamp(a, kw):
+    x = a[0]
+    lo = a[1] if len(a) > 1 and a[1] != "None" else kw.get("min")
+    hi = a[2] if len(a) > 2 and a[2] != "None" else kw.get("max")
+    if lo not in (None, "None"):
+        x = f"tl.maximum({x}, {lo})"
+    if hi not in (None, "None"):
+        x = f"tl.minimum({x}, {hi})"
+    return x
+
+
+def _add(sign):
+    def f(a, kw):
+        alpha = kw.get("alpha")
+        other = a[1] if alpha in (None, "1") else f"({alpha} * {a[1]})"
+        return f"({a[0]} {sign} {other})"
+    return f
+
+
+#: pointwise op -> (args as Triton expressions, kwargs) -> Triton expression
+POINTWISE = {
+    "add": _add("+"), "sub": _add("-"), "mul": _bin("*"), "div": _bin("/"), "true_divide": _bin("/"),
+    "neg": _unary(lambda x: f"(-{x})"), "abs": _unary(lambda x: f"tl.abs({x})"),
+    "exp": _unary(lambda x: f"tl.exp({x})"), "exp2": _unary(lambda x: f"tl.exp2({x})"),
+    "log": _unary(lambda x: f"tl.log({x})"), "log2": _unary(lambda x: f"tl.log2({x})"),
+    "log1p": _unary(lambda x: f"tl.log(1.0 + {x})"), "expm1": _unary(lambda x: f"(tl.exp({x}) - 1.0)"),
+    "sqrt": _unary(lambda x: f"tl.sqrt({x})"), "rsqrt": _unary(lambda x: f"tl.rsqrt({x})"),
+    "sin": _unary(lambda x: f"tl.sin({x})"), "cos": _unary(lambda x: f"tl.cos({x})"),
+    "sigmoid": _unary(lambda x: f"tl.sigmoid({x})"), "erf": _unary(lambda x: f"tl.erf({x})"),
+    "tanh": _unary(lambda x: f"(2.0 * tl.sigmoid(2.0 * {x}) - 1.0)"),
+    "relu": _unary(lambda x: f"tl.maximum({x}, 0.0)"), "reciprocal": _unary(lambda x: f"(1.0 / {x})"),
+    "floor": _unary(lambda x: f"tl.floor({x})"), "ceil": _unary(lambda x: f"tl.ceil({x})"),
+    "sign": _unary(lambda x: f"tl.where({x} > 0, 1.0, tl.where({x} < 0, -1.0, 0.0))"),
+    "logical_not": _unary(lambda x: f"({x} == 0)"), "pow": _pow,
+    "maximum": lambda a, kw: f"tl.maximum({a[0]}, {a[1]})", "minimum": lambda a, kw: f"tl.minimum({a[0]}, {a[1]})",
+    "where": lambda a, kw: f"tl.where({a[0]}, {a[1]}, {a[2]})", "clamp": _clamp,
+    "gt": _bin(">"), "lt": _bin("<"), "ge": _bin(">="), "le": _bin("<="), "eq": _bin("=="), "ne": _bin("!="),
+    "logical_and": lambda a, kw: f"(({a[0]} != 0) & ({a[1]} != 0))",
+    "logical_or": lambda a, kw: f"(({a[0]} != 0) | ({a[1]} != 0))",
+    "clone": _unary(lambda x: x), "alias_copy": _unary(lambda x: x),
+}
+CASTS = {"_to_copy", "convert_element_type", "to"}
+CONSTANTS = {"full", "scalar_tensor", "full_like", "zeros_like", "ones_like"}
+TL_DTYPE = {"float32": "tl.float32", "float16": "tl.float16", "bfloat16": "tl.bfloat16", "float64": "tl.float64",
+            "int64": "tl.int64", "int32": "tl.int32", "int16": "tl.int16", "int8": "tl.int8", "uint8": "tl.uint8",
+            "bool": "tl.int1"}
+
+
+def _base(op: str) -> str:
+    if op == "<built-in function getitem>":
+        return "getitem"
+    parts = op.split(".")
+    return parts[1] if len(parts) > 1 else op
+
+
+def _is_literal(text: str) -> bool:
+    try:
+        ast.literal_eval(text)
+        return True
+    except (ValueError, SyntaxError):
+        return text in ("float('inf')", "float('-inf')", "float('nan')")
+
+
+class _Gen:
+    def __init__(self, graphs: list[list[dict]], envs: list[dict[str, int]], inputs: list[dict],
+                 sizes: dict[str, tuple[int, int]]):
+        self.g, self.h = graphs
+        self.envs = envs
+        self.symbols = list(sizes)
+        self.inputs, self.sizes = inputs, sizes
+        if [n["op"] for n in self.g] != [n["op"] for n in self.h]:
+            raise NoSeed("the traced reference runs different ops at different shapes")
+        self.dead: set[int] = set()
+        self._fold_identities()
+        self.users: dict[int, set[int]] = {}
+        for i, node in enumerate(self.g):
+            for ref in _refs(node.get("args")) + _refs(node.get("kwargs")):
+                self.users.setdefault(ref, set()).add(i)
+        self.kernels: list[str] = []
+        self.body: list[str] = []
+        self.vals: dict[int, dict[str, Any]] = {}
+        self.params: dict[str, list[int]] = {}
+        self.helpers: set[str] = set()
+
+    def _fold_identities(self) -> None:
+        """Drop ``x * 1``, ``x + 0``, ``x - 0``, ``x / 1`` (decompositions leave them): users read x."""
+        alias: dict[int, int] = {}
+        for i, (node, other) in enumerate(zip(self.g, self.h)):
+            base, args = _base(node["op"]), node.get("args") or []
+            if base not in ("mul", "add", "sub", "div") or len(args) != 2 or node.get("kwargs"):
+                continue
+            for k, unit in ((1, 1 if base in ("mul", "div") else 0), (0, 1 if base == "mul" else None)):
+                x, c = args[1 - k], args[k]
+                if unit is None or not (isinstance(x, dict) and "ref" in x) or isinstance(c, (dict, list, bool)):
+                    continue
+                src = self.g[alias.get(x["ref"], x["ref"])]
+                if c == unit and other["args"][k] == unit and src.get("shape") == node["shape"] \
+                        and src.get("dtype") == node["dtype"]:
+                    alias[i] = alias.get(x["ref"], x["ref"])
+                    self.dead.add(i)
+                    break
+
+        def rewrite(value: Any) -> Any:
+            if isinstance(value, dict):
+                if "ref" in value:
+                    return {"ref": alias.get(value["ref"], value["ref"])}
+                return {k: rewrite(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [rewrite(v) for v in value]
+            return value
+        for graph in (self.g, self.h):
+            for node in graph:
+                for key in ("args", "kwargs"):
+                    if key in node:
+                        node[key] = rewrite(node[key])
+
+    # -------------------------------------------------------------- numbers and shapes
+    def num(self, a: Any, b: Any) -> str:
+        if isinstance(a, bool) or a is None or isinstance(a, str):
+            return repr(a)
+        try:
+            return size_expr(a, b, *self.envs, self.symbols)
+        except SizeError as exc:
+            raise NoSeed(str(exc)) from None
+
+    def nums(self, a: list, b: list) -> list[str]:
+        return [self.num(x, y) for x, y in zip(a, b)]
+
+    def shape(self, i: int) -> str:
+        dims = self.nums(self.g[i]["shape"], self.h[i]["shape"])
+        return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+    def tensor(self, arg: Any) -> dict[str, Any]:
+        if not (isinstance(arg, dict) and "ref" in arg) or self.vals.get(arg["ref"], {}).get("kind") != "tensor":
+            raise NoSeed(f"an op takes {arg!r} where the generator expects a tensor")
+        return self.vals[arg["ref"]]
+
+    def new(self, i: int, dtype: str | None = None) -> str:
+        name = f"t{i}"
+        dtype = dtype or self.g[i]["dtype"]
+        self.body.append(f"{name} = torch.empty({self.shape(i)}, device=DEV, dtype=torch.{dtype})")
+        self.vals[i] = {"kind": "tensor", "var": name, "rank": len(self.g[i]["shape"]), "contig": True,
+                        "dtype": dtype, "input": False}
+        return name
+
+    def contiguous(self, v: dict[str, Any], key: Any) -> dict[str, Any]:
+        """*v* itself if contiguous, else a contiguous copy made by an identity kernel."""
+        if v["contig"]:
+            return v
+        var = f"cp{key}"
+        self.body.append(f"{var} = torch.empty({v['var']}.shape, device=DEV, dtype=torch.{v['dtype']})")
+        self._launch_pointwise(f"copy_{key}", [v], v["rank"], [], ["a0"], [var], [], f"c{key}")
+        return {"kind": "tensor", "var": var, "rank": v["rank"], "contig": True, "dtype": v["dtype"],
+                "input": False}
+
+    # -------------------------------------------------------------- lowering
+    def run(self) -> str:
+        group: list[int] = []
+        for i, node in enumerate(self.g):
+            op, base = node["op"], _base(node["op"])
+            if i in self.dead:
+                continue
+            if op == "input":
+                self.vals[i] = {"kind": "tensor", "var": self.inputs[node["index"]]["name"], "contig": True,
+                                "rank": len(node["shape"]), "dtype": node["dtype"], "input": True}
+                continue
+            if op == "output":
+                self.flush(group)
+                group = []
+                self.output(node)
+                continue
+            pointwise = base in POINTWISE or base in CASTS or base in CONSTANTS
+            if pointwise and base in ("full", "scalar_tensor") and node["shape"] == []:
+                self.flush(group)
+                group = []
+                self.vals[i] = {"kind": "scalar", "text": self.num(node["args"][-1], self.h[i]["args"][-1])}
+                continue
+            if pointwise and (not group or self.g[group[0]]["shape"] == node["shape"]):
+                group.append(i)
+                continue
+            self.flush(group)
+            group = [i] if pointwise else []
+            if not pointwise:
+                self.lower(i, base)
+        return self.module()
+
+    def flush(self, group: list[int]) -> None:
+        if not group:
+            return
+        members = set(group)
+        ext: list[int] = []
+        exprs: dict[int, str] = {}
+        consts: list[str] = []
+        body: list[str] = []
+
+        def operand(x: Any, y: Any) -> str:
+            if isinstance(x, dict) and "ref" in x:
+                r = x["ref"]
+                if r in members:
+                    return f"v{r}"
+                val = self.vals.get(r)
+                if val is None:
+                    raise NoSeed(f"value {r} is used before it is computed")
+                if val["kind"] == "scalar":
+                    return self._const(val["text"], consts)
+                if r not in ext:
+                    ext.append(r)
+                k = ext.index(r)
+                return f"a{k}" if val["dtype"] not in FLOAT else f"a{k}.to(tl.float32)"
+            if isinstance(x, dict) and "dtype" in x:
+                return TL_DTYPE.get(x["dtype"], "tl.float32")
+            if isinstance(x, list):
+                raise NoSeed("a pointwise op takes a list argument")
+            return self._const(self.num(x, y), consts)
+
+        for i in group:
+            node, other = self.g[i], self.h[i]
+            base = _base(node["op"])
+            args = [operand(x, y) for x, y in zip(node["args"], other["args"])]
+            kw = {k: operand(v, other["kwargs"][k]) for k, v in node.get("kwargs", {}).items()
+                  if k in ("alpha", "min", "max") and v is not None}
+            if base in CASTS:
+                expr = f"{args[0]}.to({TL_DTYPE[node['dtype']]})"
+            elif base in CONSTANTS:
+                value = node["args"][-1] if base in ("full", "scalar_tensor", "full_like") else \
+                    (0 if base == "zeros_like" else 1)
+                expr = f"(offs * 0 + {self._const(self.num(value, value), consts)})"
+                if base in ("full_like", "zeros_like", "ones_like") and isinstance(node["args"][0], dict):
+                    operand(node["args"][0], other["args"][0])
+            else:
+                if node.get("kwargs", {}).get("rounding_mode"):
+                    raise NoSeed(f"{node['op']} with rounding_mode is not supported by the seed generator")
+                expr = POINTWISE[base](args, kw)
+            if node["dtype"] in FLOAT and base not in CASTS:
+                expr = f"({expr}).to(tl.float32)"
+            exprs[i] = expr
+            body.append(f"v{i} = {expr}")
+        outs = [i for i in group if self.users.get(i, set()) - members]
+        rank = len(self.g[group[0]]["shape"])
+        name = f"pointwise_{group[0]}"
+        for i in outs:
+            self.new(i)
+        self._launch_pointwise(name, [self.vals[r] for r in ext], rank, body, [f"v{i}" for i in outs],
+                               [self.vals[i]["var"] for i in outs], consts, group[0])
+
+    def _const(self, text: str, consts: list[str]) -> str:
+        if _is_literal(text):
+            return text
+        consts.append(text)
+        return f"c{len(consts) - 1}"
+
+    def _launch_pointwise(self, name, ext, rank, body, outs, out_vars, consts, shape_node) -> None:
+        self.kernels.append(kernels.pointwise(name, len(ext), rank, len(outs), len(consts), body, outs))
+        self.params.setdefault("BLOCK", [1024, 256])
+        first = out_vars[0]
+        args = []
+        for k, v in enumerate(ext):
+            view = f"e{shape_node}_{k}"
+            self.body.append(f"{view} = bcast({v['var']}, {first}.shape)")
+            self.helpers.add("bcast")
+            args += [view] + [f"{view}.stride({d})" for d in range(rank)]
+        args += out_vars + [f"{first}.numel()"] + [f"{first}.shape[{d}]" for d in range(rank)] + consts
+        self.body.append(f"{name}[(triton.cdiv({first}.numel(), BLOCK),)]({', '.join(args)}, BLOCK=BLOCK, "
+                         "num_warps=num_warps)")
+
+    def lower(self, i: int, base: str) -> None:
+        node, other = self.g[i], self.h[i]
+        if base in VIEWS:
+            return self.view(i, base)
+        if base == "getitem":
+            src = self.vals.get(node["args"][0]["ref"])
+            if not src or src["kind"] != "tuple":
+                raise NoSeed("getitem of something that is not a reduction's tuple")
+            self.vals[i] = src["items"][node["args"][1]]
+            if self.vals[i] is None:
+                raise NoSeed(f"{self.g[node['args'][0]['ref']]['op']}: this output is not supported")
+            return None
+        if base in REDUCTIONS:
+            return self.reduce(i, base)
+        if base in SCANS:
+            return self.scan(i, base)
+        if base in ("mm", "bmm"):
+            return self.matmul(i, base)
+        raise NoSeed(f"op {node['op']} has no template in the seed generator")
+
+    def view(self, i: int, base: str) -> None:
+        node, other = self.g[i], self.h[i]
+        src = self.tensor(node["args"][0])
+        a, b = node["args"][1:], other["args"][1:]
+        var, contig = src["var"], src["contig"]
+        if base in ("view", "_unsafe_view", "reshape"):
+            if not contig:
+                src = self.contiguous(src, i)
+                var = src["var"]
+            text = f"{var}.view({', '.join(self.nums(a[0], b[0]))})"
+        elif base == "permute":
+            text, contig = f"{var}.permute({', '.join(map(str, a[0]))})", False
+        elif base == "t":
+            text, contig = f"{var}.t()", False
+        elif base == "transpose":
+            text, contig = f"{var}.transpose({a[0]}, {a[1]})", False
+        elif base == "expand":
+            text, contig = f"{var}.expand({', '.join(self.nums(a[0], b[0]))})", False
+        elif base == "unsqueeze":
+            text = f"{var}.unsqueeze({a[0]})"
+        elif base in ("squeeze", "squeeze_copy"):
+            dims = a[0] if a and isinstance(a[0], list) else (a if a else None)
+            if dims is None:
+                text = f"{var}.squeeze()"
+            else:
+                text = var
+                for d in sorted((d % max(src['rank'], 1) for d in dims), reverse=True):
+                    text = f"{text}.squeeze({d})"
+        elif base == "slice":
+            dim, start, end = (a + [0, None, None])[:3]
+            step = a[3] if len(a) > 3 else 1
+            if step != 1:
+                raise NoSeed("a strided slice has no template in the seed generator")
+            s0 = self.num(start or 0, (b + [0, 0])[1] or 0)
+            e0 = f"{var}.shape[{dim}]" if end is None or end >= 2 ** 62 else self.num(end, b[2])
+            text, contig = f"{var}.narrow({dim}, {s0}, min({e0}, {var}.shape[{dim}]) - {s0})", False
+        elif base == "select":
+            text, contig = f"{var}.select({a[0]}, {self.num(a[1], b[1])})", False
+        elif base == "broadcast_in_dim":
+            shape, kept = a[0], a[1]
+            text = var
+            for d in range(len(shape)):
+                if d not in kept:
+                    text = f"{text}.unsqueeze({d})"
+            text, contig = f"{text}.expand({', '.join(self.nums(shape, b[0]))})", False
+        else:                                             # alias, detach, lift_fresh_copy
+            text = var
+        self.body.append(f"t{i} = {text}")
+        self.vals[i] = {"kind": "tensor", "var": f"t{i}", "rank": len(node["shape"]), "contig": contig,
+                        "dtype": node["dtype"], "input": False}
+
+    def reduce(self, i: int, base: str) -> None:
+        node = self.g[i]
+        src = self.tensor(node["args"][0])
+        a, kw = node["args"][1:], node.get("kwargs", {})
+        rank = src["rank"]
+        op = node["op"]
+        kind = {"max": "amax", "min": "amin"}.get(base, base)
+        correction = 0.0
+        if base in ("argmax", "argmin", "max", "min", "prod") and a:
+            dims = [a[0]] if a[0] is not None else None
+        elif op.startswith("prims.var"):
+            dims, correction = a[0], float(a[1])
+        elif base == "var":
+            dims = a[0] if a else kw.get("dim")
+            correction = float(kw.get("correction", 1) if kw.get("correction") is not None else 1)
+        else:
+            dims = a[0] if a else kw.get("dim")
+        if dims in (None, []):
+            dims = list(range(rank))
+        dims = sorted({d % max(rank, 1) for d in dims}) if rank else [0]
+        kept = [d for d in range(rank) if d not in dims]
+        name = f"reduce_{i}"
+        epilogue, consts, last = self._epilogue(i) if base not in ("max", "min") else ([], [], i)
+        parts = [("", kind, self.g[last]["dtype"] or src["dtype"])]
+        if base in ("max", "min"):                          # a (values, indices) tuple
+            parts = [("", kind, src["dtype"]), ("_idx", "arg" + base, "int64")]
+        for suffix, k, _ in parts:
+            self.kernels.append(kernels.reduction(name + suffix, k, len(kept), len(dims), correction,
+                                                  tuple(epilogue), len(consts)))
+        if kind == "prod":
+            self.helpers.add("mul")
+        self.params.setdefault("BLOCK_R", [128, 512])
+        view, perm = f"r{i}", kept + dims
+        self.body.append(f"{view} = {src['var']}.permute({', '.join(map(str, perm))}{',' if len(perm) == 1 else ''})"
+                         if rank else f"{view} = {src['var']}.unsqueeze(0)")
+        n_dims = max(rank, 1)
+        n_red = " * ".join(f"{view}.shape[{d}]" for d in range(len(kept), n_dims)) if dims else "1"
+        outs = []
+        for suffix, _, dtype in parts:
+            var = f"t{i}{suffix}"
+            shape = self.shape(i) if node["shape"] is not None else \
+                "(" + "".join(f"{view}.shape[{d}], " for d in range(len(kept))) + ")"
+            self.body.append(f"{var} = torch.empty({shape}, device=DEV, dtype=torch.{dtype})")
+            args = [view] + [f"{view}.stride({d})" for d in range(n_dims)] + [var, n_red]
+            args += [f"{view}.shape[{d}]" for d in range(n_dims)] + consts
+            self.body.append(f"{name}{suffix}[({var}.numel(),)]({', '.join(args)}, BLOCK_R=BLOCK_R, "
+                             "num_warps=num_warps)")
+            outs.append({"kind": "tensor", "var": var, "rank": len(kept), "contig": True, "dtype": dtype,
+                         "input": False})
+        self.vals[i] = {"kind": "tuple", "items": outs} if len(outs) > 1 else outs[0]
+        self.vals[last] = self.vals[i]
+
+    def _epilogue(self, i: int) -> tuple[list[str], list[str], int]:
+        """Pointwise ops right after reduction *i* that only transform its result (a mean's
+        division, a norm's sqrt): fused into the reduction's store.  (lines, constants, last node)."""
+        lines, consts, cur = [], [], i
+        for j in range(i + 1, len(self.g)):
+            if j in self.dead:
+                continue
+            node, other = self.g[j], self.h[j]
+            base = _base(node["op"])
+            refs = _refs(node.get("args")) + _refs(node.get("kwargs"))
+            if base not in POINTWISE or not refs or set(refs) != {cur} or self.users.get(cur) != {j} \
+                    or node["shape"] != self.g[i]["shape"] or node.get("kwargs", {}).get("rounding_mode"):
+                break
+            try:
+                args = ["res" if isinstance(x, dict) and "ref" in x else self._const(self.num(x, y), consts)
+                        for x, y in zip(node["args"], other["args"])]
+                kw = {k: self._const(self.num(v, other["kwargs"][k]), consts)
+                      for k, v in node.get("kwargs", {}).items() if k in ("alpha", "min", "max") and v is not None}
+            except NoSeed:
+                break
+            expr = POINTWISE[base](args, kw)
+            lines.append(f"res = ({expr}).to(tl.float32)" if node["dtype"] in FLOAT else f"res = {expr}")
+            self.dead.add(j)
+            cur = j
+        return lines, consts, cur
+
+    def scan(self, i: int, base: str) -> None:
+        node = self.g[i]
+        src = self.tensor(node["args"][0])
+        rank, dim = src["rank"], node["args"][1] % max(src["rank"], 1)
+        perm = [d for d in range(rank) if d != dim] + [dim]
+        name = f"scan_{i}"
+        self.kernels.append(kernels.scan(name, base, rank - 1))
+        self.params.setdefault("BLOCK_L", [256, 1024])
+        out = self.new(i)
+        p = ", ".join(map(str, perm)) + ("," if len(perm) == 1 else "")
+        self.body += [f"x{i} = {src['var']}.permute({p})", f"y{i} = {out}.permute({p})"]
+        args = [f"x{i}"] + [f"x{i}.stride({d})" for d in range(rank)] + [f"y{i}"]
+        args += [f"y{i}.stride({d})" for d in range(rank)] + [f"x{i}.shape[{rank - 1}]"]
+        args += [f"x{i}.shape[{d}]" for d in range(rank - 1)]
+        self.body.append(f"{name}[({out}.numel() // max(x{i}.shape[{rank - 1}], 1),)]({', '.join(args)}, "
+                         "BLOCK_L=BLOCK_L, num_warps=num_warps)")
+
+    def matmul(self, i: int, base: str) -> None:
+        node = self.g[i]
+        a, b = self.tensor(node["args"][0]), self.tensor(node["args"][1])
+        if node["dtype"] not in FLOAT or node["dtype"] == "bfloat16":
+            raise NoSeed(f"{node['op']} on {node['dtype']} has no template (the interpreter's bf16 dot is wrong)")
+        name = f"matmul_{i}"
+        self.kernels.append(kernels.matmul(name, node["dtype"] == "float32"))
+        for k, v in (("BLOCK_M", [32, 64]), ("BLOCK_N", [32, 64]), ("BLOCK_K", [32])):
+            self.params.setdefault(k, v)
+        out = self.new(i)
+        if base == "mm":
+            sa = f"0, {a['var']}.stride(0), {a['var']}.stride(1)"
+            sb = f"0, {b['var']}.stride(0), {b['var']}.stride(1)"
+            sc = f"0, {out}.stride(0), {out}.stride(1)"
+            mnk = f"{a['var']}.shape[0], {b['var']}.shape[1], {a['var']}.shape[1]"
+            batch = "1"
+        else:
+            sa = ", ".join(f"{a['var']}.stride({d})" for d in range(3))
+            sb = ", ".join(f"{b['var']}.stride({d})" for d in range(3))
+            sc = ", ".join(f"{out}.stride({d})" for d in range(3))
+            mnk = f"{a['var']}.shape[1], {b['var']}.shape[2], {a['var']}.shape[2]"
+            batch = f"{a['var']}.shape[0]"
+        self.body.append(f"{name}[(triton.cdiv({out}.shape[-2], BLOCK_M), triton.cdiv({out}.shape[-1], BLOCK_N), "
+                         f"{batch})]({a['var']}, {b['var']}, {out}, {mnk}, {sa}, {sb}, {sc}, BLOCK_M=BLOCK_M, "
+                         "BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, num_warps=num_warps)")
+
+    def output(self, node: dict) -> None:
+        names, seen = [], set()
+        for k, arg in enumerate(node["args"]):
+            v = self.tensor(arg)
+            if v["input"] or not v["contig"] or v["var"] in seen:
+                v = self.contiguous(dict(v, contig=False), 10_000 + k)
+            seen.add(v["var"])
+            names.append(v["var"])
+        self.body.append("return " + (names[0] if len(names) == 1 else "(" + ", ".join(names) + ")"))
+
+    def module(self) -> str:
+        if not self.kernels:
+            raise NoSeed("the reference computes nothing the generator can launch")
+        names = [s["name"] for s in self.inputs]
+        params, configs = {}, 1
+        for key, values in self.params.items():          # at most 8 kernel configs; the search grows them
+            params[key] = values if configs * len(values) <= 8 else values[:1]
+            configs *= len(params[key])
+        params["num_warps"] = [4, 8]
+        sig = ", ".join(names) + ", *, " + ", ".join(params)
+        head = [f"S_{s} = {names[i]}.shape[{d}]" for s, (i, d) in self.sizes.items()]
+        head.append(f"DEV = {names[0]}.device")
+        lines = ['"""Generated starting kernel: one naive Triton kernel per op group of the reference '
+                 '(see docs/kernelbench.md)."""',
+                 "import torch", "import triton", "import triton.language as tl",
+                 "from triton.language.extra import libdevice", "",
+                 f"PARAMS = {params!r}", "", ""]
+        if "mul" in self.helpers:
+            lines += [kernels.MUL_COMBINE, ""]
+        lines += [k + "\n" for k in self.kernels]
+        if "bcast" in self.helpers:
+            lines += ["def bcast(t, shape):",
+                      '    """*t* as a (stride-0) view of *shape*, NumPy broadcasting rules."""',
+                      "    for _ in range(len(shape) - t.dim()):",
+                      "        t = t.unsqueeze(0)",
+                      "    return t.expand(shape)", "", ""]
+        lines.append(f"def launch({sig}):")
+        lines += [f"    {line}" for line in head + self.body]
+        return "\n".join(lines) + "\n"
+
+
+def _refs(value: Any) -> list[int]:
+    if isinstance(value, dict):
+        return [value["ref"]] if "ref" in value else [r for v in value.values() for r in _refs(v)]
+    if isinstance(value, list):
+        return [r for v in value for r in _refs(v)]
+    return []
+
+
+def generate(graphs: list[list[dict]], envs: list[dict[str, int]], inputs: list[dict],
+             sizes: dict[str, tuple[int, int]]) -> str:
+    """The seed module's source; raises :class:`NoSeed` naming what it cannot express."""
+    if len(graphs) != 2:
+        raise NoSeed("the reference could not be traced at two shapes")
+    return _Gen(graphs, envs, inputs, sizes).run()

@@ -1,0 +1,139 @@
+"""Size symbols of an imported problem and its small check shapes (pure Python, no torch).
+
+Every tensor dimension larger than :data:`KEEP_AT_MOST` becomes a symbol; dimensions with
+the same value share one (a matmul's K, a Linear's in_features and its input's last dim),
+smaller ones stay literal (a broadcast 1, 3 channels, 16 heads).  Check shapes shrink each
+symbol to a small value that keeps its traits: the residue mod 16 (so odd stays odd, a
+multiple of 16 stays one and a non-multiple stays not) and divisibility by the problem's
+small integer constructor arguments (GroupNorm's group count).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+KEEP_AT_MOST = 16          # dims up to this size stay literal
+CHECK_CAPS = (6_000, 40_000)  # largest tensor (elements) at each check shape
+
+
+def assign_symbols(shapes: dict[str, list[int]]) -> tuple[dict[str, int], dict[str, list[int | str]]]:
+    """(symbol -> target value, input -> symbolic shape).  Symbols are named ``<input>_<dim>``
+    after the first input dim that has the value."""
+    by_value: dict[int, str] = {}
+    symbolic: dict[str, list[int | str]] = {}
+    for name, shape in shapes.items():
+        dims: list[int | str] = []
+        for i, d in enumerate(shape):
+            if d > KEEP_AT_MOST:
+                by_value.setdefault(d, f"{name}_{i}")
+                dims.append(by_value[d])
+            else:
+                dims.append(d)
+        symbolic[name] = dims
+    return {s: v for v, s in by_value.items()}, symbolic
+
+
+def symbolize(value: Any, symbols: dict[str, int]) -> Any:
+    """*value* (a JSON-like constructor argument) with ints equal to a symbol's value as
+    ``{"sym": name}``; lists stay lists, tuples are ``{"tuple": [...]}``."""
+    by_value = {v: s for s, v in symbols.items()}
+    if isinstance(value, bool) or value is None or isinstance(value, (float, str)):
+        return value
+    if isinstance(value, int):
+        return {"sym": by_value[value]} if value in by_value else value
+    if isinstance(value, dict) and set(value) == {"tuple"}:
+        return {"tuple": [symbolize(v, symbols) for v in value["tuple"]]}
+    if isinstance(value, list):
+        return [symbolize(v, symbols) for v in value]
+    return value
+
+
+def constants_in(value: Any) -> list[int]:
+    """The plain ints (not symbols, not bools) inside a symbolized value."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return [value]
+    if isinstance(value, dict):
+        return [c for v in value.get("tuple", []) for c in constants_in(v)]
+    if isinstance(value, list):
+        return [c for v in value for c in constants_in(v)]
+    return []
+
+
+def ladder(value: int, divisors: list[int]) -> list[int]:
+    """Small sizes with *value*'s residue mod 16 and its small divisors among *divisors*, ascending
+    (they may exceed a small *value*: a second size is needed to tell sizes from constants)."""
+    need = 1
+    for d in divisors:
+        if 1 < d <= 64 and value % d == 0:
+            need = math.lcm(need, d)
+    r = value % 16
+    out = []
+    start = r if r >= 2 else r + 16
+    for s in range(start, 16 * 40, 16):
+        if s % need == 0:
+            out.append(s)
+        if len(out) == 6:
+            break
+    return out or [value]
+
+
+def check_shapes(symbols: dict[str, int], shapes: dict[str, list[int | str]],
+                 divisors: list[int]) -> list[dict[str, int]]:
+    """Two check environments: small, then larger, each capped by :data:`CHECK_CAPS` elements
+    per tensor.  Different symbols get different rungs where possible (catches swapped dims)."""
+    ladders = {s: ladder(v, divisors) for s, v in symbols.items()}
+    envs = []
+    for level, cap in enumerate(CHECK_CAPS):
+        rung = {s: min(len(ladders[s]) - 1, 2 * level + i % 2) for i, s in enumerate(ladders)}
+
+        def env() -> dict[str, int]:
+            return {s: ladders[s][rung[s]] for s in ladders}
+
+        def biggest(e: dict[str, int]) -> tuple[int, str | None]:
+            best, who = 0, None
+            for dims in shapes.values():
+                n = math.prod(e[d] if isinstance(d, str) else d for d in dims)
+                if n > best:
+                    syms = [d for d in dims if isinstance(d, str) and rung[d] > 0]
+                    best, who = n, max(syms, key=lambda d: e[d]) if syms else None
+            return best, who
+
+        e = env()
+        while True:
+            n, who = biggest(e)
+            if n <= cap or who is None:
+                break
+            rung[who] -= 1
+            e = env()
+        envs.append(e)
+    if envs[0] == envs[1]:
+        envs.pop()
+    return envs
+
+
+def resolve(value: Any, env: dict[str, int]) -> Any:
+    """A symbolized value with the symbols of *env* put back (tuples as tuples)."""
+    if isinstance(value, dict) and "sym" in value:
+        return env[value["sym"]]
+    if isinstance(value, dict) and "tuple" in value:
+        return tuple(resolve(v, env) for v in value["tuple"])
+    if isinstance(value, list):
+        return [resolve(v, env) for v in value]
+    return value
+
+
+def render(value: Any) -> str:
+    """Python source of a symbolized value, reading symbols from a dict named ``env``."""
+    if isinstance(value, dict) and "sym" in value:
+        return f"env[{value['sym']!r}]"
+    if isinstance(value, dict) and "tuple" in value:
+        items = [render(v) for v in value["tuple"]]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(render(v) for v in value) + "]"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({str(value)!r})"
+    return repr(value)

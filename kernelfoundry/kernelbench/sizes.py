@@ -1,0 +1,57 @@
+"""Which integers of a traced graph are sizes: compare two traces taken at different shapes.
+
+A number that is the same in both traces is a constant; one that changes must be a
+product of size symbols times a constant (a view's ``B * F``, a mean's divisor ``C * W``)
+or its reciprocal.  :func:`size_expr` finds the shortest such product and renders it as
+Python over locals named ``S_<symbol>``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+
+class SizeError(ValueError):
+    """A number changes between the traces but is no product of size symbols."""
+
+
+def size_expr(a: float, b: float, env_a: dict[str, int], env_b: dict[str, int], symbols: list[str]) -> str:
+    """Python source for the number that is *a* at *env_a* and *b* at *env_b*."""
+    if a == b:
+        return _literal(a)
+    for inverse in (False, True):
+        x, y = (1.0 / a, 1.0 / b) if inverse and a and b else (a, b)
+        if inverse and not (a and b):
+            continue
+        for k in range(1, min(4, len(symbols)) + 1):
+            for combo in itertools.combinations_with_replacement(symbols, k):
+                pa, pb = math.prod(env_a[s] for s in combo), math.prod(env_b[s] for s in combo)
+                ca, cb = x / pa, y / pb
+                if math.isclose(ca, cb, rel_tol=1e-9) and abs(ca - round(ca)) < 1e-9 and round(ca) != 0:
+                    c = int(round(ca))
+                    body = " * ".join(f"S_{s}" for s in combo)
+                    body = body if c == 1 else f"{c} * {body}"
+                    if inverse:
+                        return f"(1.0 / ({body}))"
+                    return body if isinstance(a, int) else f"float({body})"
+    raise SizeError(f"the number {a} (and {b} at another shape) is no product of the size symbols")
+
+
+def _literal(value: float) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({str(value)!r})"
+    return repr(value)
+
+
+def probe_env(symbols: dict[str, int], env0: dict[str, int], ladders: dict[str, list[int]]) -> dict[str, int]:
+    """A second shape where every symbol differs from *env0* and from every other symbol where
+    the ladders allow (so no size is mistaken for a constant or for another size)."""
+    used: set[int] = set(env0.values())
+    out = {}
+    for s in symbols:
+        options = [v for v in ladders[s] if v != env0[s]]
+        pick = next((v for v in options if v not in used), options[0] if options else env0[s])
+        out[s] = pick
+        used.add(pick)
+    return out
