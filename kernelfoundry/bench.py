@@ -56,7 +56,12 @@ class Suite:
 
 
 def load_suite(path: str | Path) -> Suite:
+    """A suite file, or a directory of KernelBench problem files (every one a task; docs/kernelbench.md)."""
     path = Path(path)
+    if path.is_dir():
+        from .kernelbench.cli import problems_in
+        return Suite(name=path.resolve().name, tasks=[p.resolve() for p in problems_in(path)], budget=None,
+                     path=path)
     if not path.is_file():
         raise UserError(f"suite file {path} does not exist.")
     try:
@@ -71,6 +76,10 @@ def load_suite(path: str | Path) -> Suite:
     tasks = []
     for i, t in enumerate(data["tasks"]):
         p = (path.parent / str(t)).resolve()
+        if p.is_dir():                         # a directory of KernelBench problem files
+            from .kernelbench.cli import problems_in
+            tasks += [q.resolve() for q in problems_in(p)]
+            continue
         if not p.is_file():
             raise UserError(f"suite file {path}: tasks[{i}] names {p}, which does not exist.")
         tasks.append(p)
@@ -211,7 +220,8 @@ def _ended_summary(path: Path, budget: int) -> dict[str, Any] | None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m kernelfoundry.bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("suite", type=Path, help="suite file (experiments/suites/*.yaml)")
+    p.add_argument("suite", type=Path, help="suite file (experiments/suites/*.yaml), or a directory of KernelBench "
+                                            "problem files (docs/kernelbench.md)")
     p.add_argument("--methods", default=",".join(DEFAULT_METHODS),
                    help=f"comma-separated methods; known: {', '.join(METHODS)}")
     p.add_argument("--budget", type=int, help="candidates per run (default: the suite's budget, else 50)")

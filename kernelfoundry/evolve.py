@@ -57,7 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "Results land in archives/<task>/<UTC time>/ (run.sqlite, summary.json); then use "
                     "`python -m kernelfoundry.plot RUN_DIR` and `python -m kernelfoundry.export RUN_DIR`.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("task", nargs="?", type=Path, help="task file (YAML); optional with --resume")
+    p.add_argument("task", nargs="?", type=Path,
+                   help="task file (YAML) or KernelBench problem file (PROBLEM.py, see docs/kernelbench.md); "
+                        "optional with --resume")
+    p.add_argument("--seed-kernel", type=Path, metavar="FILE",
+                   help="with a KernelBench PROBLEM.py: start from this kernel instead of the generated one")
     p.add_argument("--budget", type=int, default=DEFAULT_BUDGET,
                    help="total candidates to evaluate, seeds included (with --resume: the new total)")
     p.add_argument("--workers", type=int, default=0, help="Ray workers (jobs in flight); 0 = one per local CPU")
@@ -98,6 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(args: argparse.Namespace) -> EvolveConfig:
     if args.task is None and args.resume is None:
         raise UserError("give a task file (e.g. experiments/tasks/softmax.yaml) or --resume RUN_DIR.")
+    task = args.task
+    if getattr(args, "seed_kernel", None) is not None:
+        if task is None or task.suffix != ".py":
+            raise UserError("--seed-kernel goes with a KernelBench problem file (PROBLEM.py); a task file names "
+                            "its seeds in its 'seeds' field.")
+        from .kernelbench import materialize
+        task = materialize(task, seed_kernel=args.seed_kernel)
     if args.budget < 1:
         raise UserError(f"--budget must be at least 1; got {args.budget}.")
     if args.workers < 0:
@@ -112,7 +123,7 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
     if args.resume is not None and args.out is not None and Path(args.out).resolve() != Path(args.resume).resolve():
         raise UserError(f"--out {args.out} with --resume {args.resume}: a resumed run stays in its own "
                         "directory; drop --out.")
-    return EvolveConfig(explicit=frozenset(getattr(args, "explicit", ())), task=args.task, budget=args.budget, workers=args.workers, seed=args.seed, out=args.out,
+    return EvolveConfig(explicit=frozenset(getattr(args, "explicit", ())), task=task, budget=args.budget, workers=args.workers, seed=args.seed, out=args.out,
                         resume=args.resume, hardware=hardware, models=list(args.models),
                         ray_address=args.ray_address, strategy=args.strategy,
                         prompt_evolution=args.prompt_evolution, tuning=args.tuning, max_cost=args.max_cost,

@@ -105,7 +105,9 @@ def _clear_previous(out: Path, force: bool) -> None:
         return
     previous = {MANIFEST}
     try:
-        previous |= {str(k["file"]) for k in json.loads((out / MANIFEST).read_text())["kernels"]}
+        old = json.loads((out / MANIFEST).read_text())
+        previous |= {str(k["file"]) for k in old["kernels"]} | ({str(old["problem_file"])} if old.get("problem_file")
+                                                                 else set())
     except (OSError, ValueError, KeyError, TypeError):
         pass
     present = {p.name for p in out.iterdir()}
@@ -128,16 +130,30 @@ def _write(path: Path, text: str) -> None:
         raise UserError(f"cannot write {path}: {exc.strerror or exc}.") from None
 
 
+FORMATS = ("kernel", "kernelbench")
+
+
 def export_run(run_dir: str | Path, *, out: Path | None = None, top: int | None = None,
-               force: bool = False) -> tuple[Path, list[dict]]:
+               force: bool = False, fmt: str = "kernel") -> tuple[Path, list[dict]]:
+    """Export the elites of *run_dir*; ``fmt="kernelbench"``: ModelNew modules plus the problem file
+    (runs of KernelBench problems only, see docs/kernelbench.md)."""
+    if fmt not in FORMATS:
+        raise UserError(f"--format must be one of {', '.join(FORMATS)}; got {fmt!r}.")
     run = open_run(run_dir)
     try:
+        problem_name = None
+        if fmt == "kernelbench":
+            from .kernelbench.export_kb import problem_file_name, problem_source
+            problem_text = problem_source(run.task)          # refuses tasks not imported from a problem file
+            problem_name = problem_file_name(run.task)
         out = Path(out) if out else run.run_dir / "export"
         try:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise UserError(f"cannot create export directory {out}: {exc.strerror or exc}.") from None
         _clear_previous(out, force)
+        if problem_name is not None:
+            _write(out / problem_name, problem_text)
         order = list(run.config.get("hardware") or run.task.hardware)
         elites = sorted(run.archive.elites(), key=lambda e: -e.objective)
         manifest, skipped = [], []
@@ -156,6 +172,10 @@ def export_run(run_dir: str | Path, *, out: Path | None = None, top: int | None 
             text = render_export(task_name=run.task.name, level=run.task.level, cid=elite.candidate_id, row=row,
                                  cell_desc=cell_desc, hardware=row.hardware, names=names, valid=valid,
                                  error_notes=_error_notes(run.task, valid))
+            if fmt == "kernelbench":
+                from .kernelbench.export_kb import modelnew_source
+                text = modelnew_source(run.task, text, dict(row.hardware[valid[0]]["best_params"]),
+                                       list(parse_param_space(row.source)))
             _write(out / name, text)
             manifest.append({"file": name, "rank": rank, "candidate_id": elite.candidate_id,
                              "objective": elite.objective, "cell": list(elite.cell), "cell_description": cell_desc,
@@ -166,6 +186,7 @@ def export_run(run_dir: str | Path, *, out: Path | None = None, top: int | None 
                                           for k, v in row.hardware.items()}})
         try:
             write_json_atomic(out / MANIFEST, _finite({"task": run.task.name, "run_dir": str(run.run_dir),
+                                                       "format": fmt, "problem_file": problem_name,
                                                        "kernels": manifest, "skipped_no_valid_config": skipped}))
         except OSError as exc:
             raise UserError(f"cannot write {out / MANIFEST}: {exc.strerror or exc}.") from None
@@ -201,6 +222,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm-log", type=Path, metavar="FILE",
                         help="also write the run's LLM requests and answers as a replay JSONL: "
                              "'evolve --model replay/FILE --seed S' with the run's seed reproduces its candidates")
+    parser.add_argument("--format", choices=FORMATS, default="kernel", dest="fmt",
+                        help="kernel: the candidate files; kernelbench: per elite a KernelBench ModelNew module (same "
+                             "constructor and state as the problem's Model, forward on the tuned kernels) plus a copy "
+                             "of the problem file (runs of KernelBench problems; docs/kernelbench.md)")
     parser.add_argument("--force", action="store_true",
                         help="write into an --out that holds files no earlier export wrote (they are kept)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -208,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.top is not None and args.top < 1:
             raise UserError(f"--top must be at least 1; got {args.top}.")
-        out, manifest = export_run(args.run_dir, out=args.out, top=args.top, force=args.force)
+        out, manifest = export_run(args.run_dir, out=args.out, top=args.top, force=args.force, fmt=args.fmt)
         if args.llm_log is not None:
             n_lines = export_llm_log(args.run_dir, args.llm_log)
             print(f"{args.llm_log}  {n_lines} recorded LLM answers (use --model replay/{args.llm_log})")

@@ -304,3 +304,14 @@ def _parse_shapes(raw: Any, symbols: set[str], fail) -> tuple[list[dict], list[d
             parsed.append(dict(env))
         out.append(parsed)
     return out[0], out[1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m kernelfoundry.task import PROBLEM.py [--out TASK.yaml]`` (docs/kernelbench.md)."""
+    from .kernelbench.cli import task_main
+    return task_main(argv)
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main())

@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Verify one Triton kernel file against a task: static hack checks, then load, "
                     "correctness and trace in a sandboxed subprocess, then the performance model. "
                     "The kernel format is described in docs/candidate_format.md.")
-    p.add_argument("task", metavar="TASK.yaml", help="task file (see docs/tasks.md)")
+    p.add_argument("task", metavar="TASK.yaml", help="task file (see docs/tasks.md), or a KernelBench problem "
+                                                    "file PROBLEM.py (docs/kernelbench.md)")
     p.add_argument("kernel", metavar="KERNEL.py", help="candidate kernel module (PARAMS, @triton.jit kernels, launch)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument("--hardware", metavar="NAMES",

@@ -109,9 +109,10 @@ def describe(source: str, filename: str, seed: int) -> dict[str, Any]:
         if isinstance(value, torch.Tensor):
             inputs.append({"name": _identifier(name, taken), "shape": list(value.shape), "dtype": value.dtype,
                            "role": "input"})
-            call_args.append({"input": inputs[-1]["name"]})
+            call_args.append({"input": inputs[-1]["name"], "name": inputs[-1]["name"]})
         else:
-            call_args.append({"const": _plain(value, f"forward argument '{name}' from get_inputs()")})
+            call_args.append({"const": _plain(value, f"forward argument '{name}' from get_inputs()"),
+                              "name": _identifier(name, taken)})
     for role, items in (("parameter", model.named_parameters()), ("buffer", model.named_buffers())):
         for attr, t in items:
             inputs.append({"name": _identifier(attr, taken), "shape": list(t.shape), "dtype": t.dtype,
