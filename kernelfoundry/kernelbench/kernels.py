@@ -44,25 +44,33 @@ NEUTRAL = {"sum": "0.0", "mean": "0.0", "var": "0.0", "prod": "1.0", "amax": "fl
            "amin": "float('inf')", "argmax": "float('-inf')", "argmin": "float('inf')"}
 
 
-def reduction(name: str, kind: str, n_kept: int, n_red: int, correction: float = 0.0,
-              epilogue: tuple[str, ...] = (), n_const: int = 0) -> str:
+def reduction(name: str, kind: str, n_in: int, n_kept: int, n_red: int, prologue: tuple[str, ...],
+              value: str, correction: float = 0.0, epilogue: tuple[str, ...] = (), n_const: int = 0) -> str:
     """One program per output element; loops over the reduced elements in BLOCK_R chunks.
-    *epilogue*: lines applied to the result ``res`` before the store (fused pointwise ops)."""
-    params = ["x"] + [f"xk{d}" for d in range(n_kept)] + [f"xr{d}" for d in range(n_red)] + ["out", "n_red"]
-    params += [f"kd{d}" for d in range(n_kept)] + [f"rd{d}" for d in range(n_red)]
+
+    Input k (``in{k}``, strides of the kept then the reduced dims) loads as ``a{k}``; the
+    *prologue* lines compute the reduced *value* from them (fused pointwise ops); the
+    *epilogue* lines transform the result ``res`` before the store."""
+    params = []
+    for k in range(n_in):
+        params += [f"in{k}"] + [f"in{k}_k{d}" for d in range(n_kept)] + [f"in{k}_r{d}" for d in range(n_red)]
+    params += ["out", "n_red"] + [f"kd{d}" for d in range(n_kept)] + [f"rd{d}" for d in range(n_red)]
     params += [f"c{j}" for j in range(n_const)] + ["BLOCK_R: tl.constexpr"]
     lines = ["@triton.jit", f"def {name}({', '.join(params)}):", "    pid = tl.program_id(0)"]
     lines += _split("pid", "p", [f"kd{d}" for d in range(n_kept)], "j")
-    base = " + ".join(f"j{d} * xk{d}" for d in range(n_kept)) or "0"
-    lines += [f"    base = {base}", "    cols = tl.arange(0, BLOCK_R)"]
+    for k in range(n_in):
+        lines.append(f"    base{k} = {' + '.join(f'j{d} * in{k}_k{d}' for d in range(n_kept)) or '0'}")
+    lines.append("    cols = tl.arange(0, BLOCK_R)")
 
     def loop(body: list[str]) -> list[str]:
         out = ["    for start in range(0, n_red, BLOCK_R):", "        idx = start + cols",
                "        m = idx < n_red"]
         out += ["    " + line for line in _split("idx", "q", [f"rd{d}" for d in range(n_red)], "i")]
-        addr = " + ".join(f"i{d} * xr{d}" for d in range(n_red)) or "idx * 0"
-        other = NEUTRAL[kind]
-        out.append(f"        v = tl.load(x + base + {addr}, mask=m, other={other}).to(tl.float32)")
+        for k in range(n_in):
+            addr = " + ".join(f"i{d} * in{k}_r{d}" for d in range(n_red)) or "idx * 0"
+            out.append(f"        a{k} = tl.load(in{k} + base{k} + {addr}, mask=m, other=0)")
+        out += [f"        {line}" for line in prologue]
+        out.append(f"        v = tl.where(m, ({value}).to(tl.float32), {NEUTRAL[kind]})")
         return out + [f"        {line}" for line in body]
 
     if kind in ("sum", "mean", "var"):

@@ -177,11 +177,6 @@ class _Gen:
         dims = self.nums(self.g[i]["shape"], self.h[i]["shape"])
         return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
 
-    def tensor(self, arg: Any) -> dict[str, Any]:
-        if not (isinstance(arg, dict) and "ref" in arg) or self.vals.get(arg["ref"], {}).get("kind") != "tensor":
-            raise NoSeed(f"an op takes {arg!r} where the generator expects a tensor")
-        return self.vals[arg["ref"]]
-
     def new(self, i: int, dtype: str | None = None) -> str:
         name = f"t{i}"
         dtype = dtype or self.g[i]["dtype"]
@@ -196,13 +191,34 @@ class _Gen:
             return v
         var = f"cp{key}"
         self.body.append(f"{var} = torch.empty({v['var']}.shape, device=DEV, dtype=torch.{v['dtype']})")
-        self._launch_pointwise(f"copy_{key}", [v], v["rank"], [], ["a0"], [var], [], f"c{key}")
+        body = _Body(self)
+        value = body.leaf(v)
+        self._pointwise(f"copy_{key}", body, value, var, v["rank"])
         return {"kind": "tensor", "var": var, "rank": v["rank"], "contig": True, "dtype": v["dtype"],
                 "input": False}
 
+    def materialize(self, arg: Any) -> dict[str, Any]:
+        """The tensor value of *arg*; a virtual pointwise value gets its own kernel (once)."""
+        if not (isinstance(arg, dict) and "ref" in arg):
+            raise NoSeed(f"an op takes {arg!r} where the generator expects a tensor")
+        i = arg["ref"]
+        v = self.vals.get(i)
+        if v is None:
+            raise NoSeed(f"value {i} is used before it is computed")
+        if v["kind"] == "expr":
+            out = self.new(i)
+            body = _Body(self)
+            value = body.expr(i)
+            self._pointwise(f"pointwise_{i}", body, value, out, len(self.g[i]["shape"]))
+            v = self.vals[i]
+        if v["kind"] != "tensor":
+            raise NoSeed(f"{self.g[i]['op']} gives a {v['kind']} where the generator expects a tensor")
+        return v
+
+    tensor = materialize
+
     # -------------------------------------------------------------- lowering
     def run(self) -> str:
-        group: list[int] = []
         for i, node in enumerate(self.g):
             op, base = node["op"], _base(node["op"])
             if i in self.dead:
@@ -210,105 +226,42 @@ class _Gen:
             if op == "input":
                 self.vals[i] = {"kind": "tensor", "var": self.inputs[node["index"]]["name"], "contig": True,
                                 "rank": len(node["shape"]), "dtype": node["dtype"], "input": True}
-                continue
-            if op == "output":
-                self.flush(group)
-                group = []
+            elif op == "output":
                 self.output(node)
-                continue
-            pointwise = base in POINTWISE or base in CASTS or base in CONSTANTS
-            if pointwise and base in ("full", "scalar_tensor") and node["shape"] == []:
-                self.flush(group)
-                group = []
+            elif base in ("full", "scalar_tensor") and node["shape"] == []:
                 self.vals[i] = {"kind": "scalar", "text": self.num(node["args"][-1], self.h[i]["args"][-1])}
-                continue
-            if pointwise and (not group or self.g[group[0]]["shape"] == node["shape"]):
-                group.append(i)
-                continue
-            self.flush(group)
-            group = [i] if pointwise else []
-            if not pointwise:
+            elif base in POINTWISE or base in CASTS or base in CONSTANTS:
+                self.vals[i] = {"kind": "expr", "node": i}       # computed where it is consumed
+            elif base == "arange":
+                self.arange(i)
+            else:
                 self.lower(i, base)
         return self.module()
 
-    def flush(self, group: list[int]) -> None:
-        if not group:
-            return
-        members = set(group)
-        ext: list[int] = []
-        exprs: dict[int, str] = {}
-        consts: list[str] = []
-        body: list[str] = []
-
-        def operand(x: Any, y: Any) -> str:
-            if isinstance(x, dict) and "ref" in x:
-                r = x["ref"]
-                if r in members:
-                    return f"v{r}"
-                val = self.vals.get(r)
-                if val is None:
-                    raise NoSeed(f"value {r} is used before it is computed")
-                if val["kind"] == "scalar":
-                    return self._const(val["text"], consts)
-                if r not in ext:
-                    ext.append(r)
-                k = ext.index(r)
-                return f"a{k}" if val["dtype"] not in FLOAT else f"a{k}.to(tl.float32)"
-            if isinstance(x, dict) and "dtype" in x:
-                return TL_DTYPE.get(x["dtype"], "tl.float32")
-            if isinstance(x, list):
-                raise NoSeed("a pointwise op takes a list argument")
-            return self._const(self.num(x, y), consts)
-
-        for i in group:
-            node, other = self.g[i], self.h[i]
-            base = _base(node["op"])
-            args = [operand(x, y) for x, y in zip(node["args"], other["args"])]
-            kw = {k: operand(v, other["kwargs"][k]) for k, v in node.get("kwargs", {}).items()
-                  if k in ("alpha", "min", "max") and v is not None}
-            if base in CASTS:
-                expr = f"{args[0]}.to({TL_DTYPE[node['dtype']]})"
-            elif base in CONSTANTS:
-                value = node["args"][-1] if base in ("full", "scalar_tensor", "full_like") else \
-                    (0 if base == "zeros_like" else 1)
-                expr = f"(offs * 0 + {self._const(self.num(value, value), consts)})"
-                if base in ("full_like", "zeros_like", "ones_like") and isinstance(node["args"][0], dict):
-                    operand(node["args"][0], other["args"][0])
-            else:
-                if node.get("kwargs", {}).get("rounding_mode"):
-                    raise NoSeed(f"{node['op']} with rounding_mode is not supported by the seed generator")
-                expr = POINTWISE[base](args, kw)
-            if node["dtype"] in FLOAT and base not in CASTS:
-                expr = f"({expr}).to(tl.float32)"
-            exprs[i] = expr
-            body.append(f"v{i} = {expr}")
-        outs = [i for i in group if self.users.get(i, set()) - members]
-        rank = len(self.g[group[0]]["shape"])
-        name = f"pointwise_{group[0]}"
-        for i in outs:
-            self.new(i)
-        self._launch_pointwise(name, [self.vals[r] for r in ext], rank, body, [f"v{i}" for i in outs],
-                               [self.vals[i]["var"] for i in outs], consts, group[0])
-
-    def _const(self, text: str, consts: list[str]) -> str:
-        if _is_literal(text):
-            return text
-        consts.append(text)
-        return f"c{len(consts) - 1}"
-
-    def _launch_pointwise(self, name, ext, rank, body, outs, out_vars, consts, shape_node) -> None:
-        self.kernels.append(kernels.pointwise(name, len(ext), rank, len(outs), len(consts), body, outs))
+    def _pointwise(self, name: str, body: "_Body", value: str, out: str, rank: int) -> None:
+        """Launch a flat kernel computing *value* into the contiguous tensor *out*."""
+        self.kernels.append(kernels.pointwise(name, len(body.leaves), rank, 1, len(body.consts), body.lines,
+                                              [value]))
         self.params.setdefault("BLOCK", [1024, 256])
-        first = out_vars[0]
         args = []
-        for k, v in enumerate(ext):
-            view = f"e{shape_node}_{k}"
-            self.body.append(f"{view} = bcast({v['var']}, {first}.shape)")
+        for k, v in enumerate(body.leaves):
+            view = f"{name}_in{k}"
+            self.body.append(f"{view} = bcast({v['var']}, {out}.shape)")
             self.helpers.add("bcast")
             args += [view] + [f"{view}.stride({d})" for d in range(rank)]
-        args += out_vars + [f"{first}.numel()"] + [f"{first}.shape[{d}]" for d in range(rank)] + consts
-        self.body.append(f"{name}[(triton.cdiv({first}.numel(), BLOCK),)]({', '.join(args)}, BLOCK=BLOCK, "
+        args += [out, f"{out}.numel()"] + [f"{out}.shape[{d}]" for d in range(rank)] + body.consts
+        self.body.append(f"{name}[(triton.cdiv({out}.numel(), BLOCK),)]({', '.join(args)}, BLOCK=BLOCK, "
                          "num_warps=num_warps)")
+
+    def arange(self, i: int) -> None:
+        node, other = self.g[i], self.h[i]
+        a, b = node["args"], other["args"]
+        start, step = (self.num(a[0], b[0]), self.num(a[2], b[2]) if len(a) > 2 else "1") if len(a) > 1 else \
+            ("0", "1")
+        out = self.new(i)
+        body = _Body(self)
+        value = f"({body.const(start)} + i0 * {body.const(step)})"
+        self._pointwise(f"arange_{i}", body, value, out, 1)
 
     def lower(self, i: int, base: str) -> None:
         node, other = self.g[i], self.h[i]
@@ -383,10 +336,13 @@ class _Gen:
 
     def reduce(self, i: int, base: str) -> None:
         node = self.g[i]
-        src = self.tensor(node["args"][0])
-        a, kw = node["args"][1:], node.get("kwargs", {})
-        rank = src["rank"]
-        op = node["op"]
+        a, kw, op = node["args"][1:], node.get("kwargs", {}), node["op"]
+        src_ref = node["args"][0]
+        src = self.vals.get(src_ref["ref"]) if isinstance(src_ref, dict) and "ref" in src_ref else None
+        if src is None or src["kind"] not in ("tensor", "expr"):
+            raise NoSeed(f"{op} reduces something that is not a tensor")
+        in_shape = self.g[src_ref["ref"]]["shape"]
+        rank = len(in_shape)
         kind = {"max": "amax", "min": "amin"}.get(base, base)
         correction = 0.0
         if base in ("argmax", "argmin", "max", "min", "prod") and a:
@@ -403,40 +359,52 @@ class _Gen:
         dims = sorted({d % max(rank, 1) for d in dims}) if rank else [0]
         kept = [d for d in range(rank) if d not in dims]
         name = f"reduce_{i}"
-        epilogue, consts, last = self._epilogue(i) if base not in ("max", "min") else ([], [], i)
-        parts = [("", kind, self.g[last]["dtype"] or src["dtype"])]
+        body = _Body(self)
+        value = body.expr(src_ref["ref"]) if src["kind"] == "expr" else body.leaf(src)
+        epilogue, last = self._epilogue(i, body) if base not in ("max", "min") else ([], i)
+        parts = [("", kind, self.g[last]["dtype"] or "float32")]
         if base in ("max", "min"):                          # a (values, indices) tuple
-            parts = [("", kind, src["dtype"]), ("_idx", "arg" + base, "int64")]
-        for suffix, k, _ in parts:
-            self.kernels.append(kernels.reduction(name + suffix, k, len(kept), len(dims), correction,
-                                                  tuple(epilogue), len(consts)))
+            parts = [("", kind, self.g[src_ref["ref"]]["dtype"]), ("_idx", "arg" + base, "int64")]
         if kind == "prod":
             self.helpers.add("mul")
         self.params.setdefault("BLOCK_R", [128, 512])
-        view, perm = f"r{i}", kept + dims
-        self.body.append(f"{view} = {src['var']}.permute({', '.join(map(str, perm))}{',' if len(perm) == 1 else ''})"
-                         if rank else f"{view} = {src['var']}.unsqueeze(0)")
         n_dims = max(rank, 1)
-        n_red = " * ".join(f"{view}.shape[{d}]" for d in range(len(kept), n_dims)) if dims else "1"
+        perm = ", ".join(map(str, kept + dims)) + ("," if n_dims == 1 else "")
+        shape_var = f"xs{i}"
+        self.body.append(f"{shape_var} = {self.shape(src_ref['ref'])}")
+        views = []
+        for k, v in enumerate(body.leaves):
+            view = f"{name}_in{k}"
+            self.helpers.add("bcast")
+            self.body.append(f"{view} = bcast({v['var']}, {shape_var}).permute({perm})" if rank else
+                             f"{view} = bcast({v['var']}, (1,))")
+            views.append(view)
+        if not views:
+            raise NoSeed(f"{op} reduces a constant")
+        first = views[0]
+        n_red = " * ".join(f"{first}.shape[{d}]" for d in range(len(kept), n_dims))
         outs = []
-        for suffix, _, dtype in parts:
+        for suffix, k, dtype in parts:
+            self.kernels.append(kernels.reduction(name + suffix, k, len(views), len(kept), len(dims),
+                                                  tuple(body.lines), value, correction,
+                                                  tuple(epilogue) if not suffix else (), len(body.consts)))
             var = f"t{i}{suffix}"
             shape = self.shape(i) if node["shape"] is not None else \
-                "(" + "".join(f"{view}.shape[{d}], " for d in range(len(kept))) + ")"
+                "(" + "".join(f"{first}.shape[{d}], " for d in range(len(kept))) + ")"
             self.body.append(f"{var} = torch.empty({shape}, device=DEV, dtype=torch.{dtype})")
-            args = [view] + [f"{view}.stride({d})" for d in range(n_dims)] + [var, n_red]
-            args += [f"{view}.shape[{d}]" for d in range(n_dims)] + consts
+            args = [x for view in views for x in [view] + [f"{view}.stride({d})" for d in range(n_dims)]]
+            args += [var, n_red] + [f"{first}.shape[{d}]" for d in range(n_dims)] + body.consts
             self.body.append(f"{name}{suffix}[({var}.numel(),)]({', '.join(args)}, BLOCK_R=BLOCK_R, "
                              "num_warps=num_warps)")
-            outs.append({"kind": "tensor", "var": var, "rank": len(kept), "contig": True, "dtype": dtype,
-                         "input": False})
+            outs.append({"kind": "tensor", "var": var, "rank": len(node["shape"] or kept), "contig": True,
+                         "dtype": dtype, "input": False})
         self.vals[i] = {"kind": "tuple", "items": outs} if len(outs) > 1 else outs[0]
         self.vals[last] = self.vals[i]
 
-    def _epilogue(self, i: int) -> tuple[list[str], list[str], int]:
+    def _epilogue(self, i: int, body: "_Body") -> tuple[list[str], int]:
         """Pointwise ops right after reduction *i* that only transform its result (a mean's
-        division, a norm's sqrt): fused into the reduction's store.  (lines, constants, last node)."""
-        lines, consts, cur = [], [], i
+        division, a norm's sqrt): fused into the reduction's store.  (lines, last node)."""
+        lines, cur = [], i
         for j in range(i + 1, len(self.g)):
             if j in self.dead:
                 continue
@@ -447,9 +415,9 @@ class _Gen:
                     or node["shape"] != self.g[i]["shape"] or node.get("kwargs", {}).get("rounding_mode"):
                 break
             try:
-                args = ["res" if isinstance(x, dict) and "ref" in x else self._const(self.num(x, y), consts)
+                args = ["res" if isinstance(x, dict) and "ref" in x else body.const(self.num(x, y))
                         for x, y in zip(node["args"], other["args"])]
-                kw = {k: self._const(self.num(v, other["kwargs"][k]), consts)
+                kw = {k: body.const(self.num(v, other["kwargs"][k]))
                       for k, v in node.get("kwargs", {}).items() if k in ("alpha", "min", "max") and v is not None}
             except NoSeed:
                 break
@@ -457,7 +425,7 @@ class _Gen:
             lines.append(f"res = ({expr}).to(tl.float32)" if node["dtype"] in FLOAT else f"res = {expr}")
             self.dead.add(j)
             cur = j
-        return lines, consts, cur
+        return lines, cur
 
     def scan(self, i: int, base: str) -> None:
         node = self.g[i]
@@ -541,6 +509,75 @@ class _Gen:
         lines.append(f"def launch({sig}):")
         lines += [f"    {line}" for line in head + self.body]
         return "\n".join(lines) + "\n"
+
+
+class _Body:
+    """The expression part of one kernel: its leaf tensors (loaded as ``a{k}``), its launch-time
+    constants (``c{j}``) and the lines computing virtual pointwise values (``v{node}``)."""
+
+    def __init__(self, gen: _Gen):
+        self.gen = gen
+        self.leaves: list[dict[str, Any]] = []
+        self.consts: list[str] = []
+        self.lines: list[str] = []
+        self.done: set[int] = set()
+
+    def leaf(self, v: dict[str, Any]) -> str:
+        if v not in self.leaves:
+            self.leaves.append(v)
+        k = self.leaves.index(v)
+        return f"a{k}.to(tl.float32)" if v["dtype"] in FLOAT else f"a{k}"
+
+    def const(self, text: str) -> str:
+        if _is_literal(text):
+            return text
+        self.consts.append(text)
+        return f"c{len(self.consts) - 1}"
+
+    def operand(self, x: Any, y: Any) -> str:
+        if isinstance(x, dict) and "ref" in x:
+            v = self.gen.vals.get(x["ref"])
+            if v is None:
+                raise NoSeed(f"value {x['ref']} is used before it is computed")
+            if v["kind"] == "scalar":
+                return self.const(v["text"])
+            if v["kind"] == "expr":
+                return self.expr(x["ref"])
+            if v["kind"] == "tensor":
+                return self.leaf(v)
+            raise NoSeed(f"a pointwise op takes a {v['kind']}")
+        if isinstance(x, dict) and "dtype" in x:
+            return TL_DTYPE.get(x["dtype"], "tl.float32")
+        if isinstance(x, list):
+            raise NoSeed("a pointwise op takes a list argument")
+        return self.const(self.gen.num(x, y))
+
+    def expr(self, i: int) -> str:
+        """``v{i}``, with the lines computing it (and what it depends on) added once."""
+        if i in self.done:
+            return f"v{i}"
+        node, other = self.gen.g[i], self.gen.h[i]
+        base = _base(node["op"])
+        if base in CONSTANTS:
+            value = node["args"][-1] if base in ("full", "scalar_tensor", "full_like") else \
+                (0 if base == "zeros_like" else 1)
+            other_value = other["args"][-1] if base in ("full", "scalar_tensor", "full_like") else value
+            expr = self.const(self.gen.num(value, other_value))
+        else:
+            args = [self.operand(x, y) for x, y in zip(node["args"], other["args"])]
+            kw = {k: self.operand(v, other["kwargs"][k]) for k, v in node.get("kwargs", {}).items()
+                  if k in ("alpha", "min", "max") and v is not None}
+            if base in CASTS:
+                expr = f"{args[0]}.to({TL_DTYPE[node['dtype']]})"
+            elif node.get("kwargs", {}).get("rounding_mode"):
+                raise NoSeed(f"{node['op']} with rounding_mode is not supported by the seed generator")
+            else:
+                expr = POINTWISE[base](args, kw)
+        if node["dtype"] in FLOAT and base not in CASTS:
+            expr = f"({expr}).to(tl.float32)"
+        self.lines.append(f"v{i} = {expr}")
+        self.done.add(i)
+        return f"v{i}"
 
 
 def _refs(value: Any) -> list[int]:

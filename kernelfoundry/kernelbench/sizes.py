@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 
 class SizeError(ValueError):
@@ -17,24 +18,30 @@ class SizeError(ValueError):
 
 
 def size_expr(a: float, b: float, env_a: dict[str, int], env_b: dict[str, int], symbols: list[str]) -> str:
-    """Python source for the number that is *a* at *env_a* and *b* at *env_b*."""
+    """Python source for the number that is *a* at *env_a* and *b* at *env_b*: a constant, or
+    ``q * S_x * S_y`` with a rational q (a group size ``C // G``), or the reciprocal of one."""
     if a == b:
         return _literal(a)
     for inverse in (False, True):
-        x, y = (1.0 / a, 1.0 / b) if inverse and a and b else (a, b)
         if inverse and not (a and b):
             continue
+        fa, fb = (Fraction(v).limit_denominator(1 << 32) for v in (a, b))
+        x, y = (1 / fa, 1 / fb) if inverse else (fa, fb)
         for k in range(1, min(4, len(symbols)) + 1):
             for combo in itertools.combinations_with_replacement(symbols, k):
                 pa, pb = math.prod(env_a[s] for s in combo), math.prod(env_b[s] for s in combo)
-                ca, cb = x / pa, y / pb
-                if math.isclose(ca, cb, rel_tol=1e-9) and abs(ca - round(ca)) < 1e-9 and round(ca) != 0:
-                    c = int(round(ca))
-                    body = " * ".join(f"S_{s}" for s in combo)
-                    body = body if c == 1 else f"{c} * {body}"
-                    if inverse:
-                        return f"(1.0 / ({body}))"
-                    return body if isinstance(a, int) else f"float({body})"
+                q = (x / pa).limit_denominator(1 << 20)
+                if q == 0 or q != (y / pb).limit_denominator(1 << 20) or q * pa != x or q * pb != y:
+                    continue
+                body = " * ".join(f"S_{s}" for s in combo)
+                if q.numerator != 1:
+                    body = f"{q.numerator} * {body}"
+                integral = isinstance(a, int) and not inverse
+                if q.denominator != 1:
+                    body = f"({body}) // {q.denominator}" if integral else f"({body}) / {q.denominator}"
+                if inverse:
+                    return f"(1.0 / ({body}))"
+                return body if integral else f"float({body})"
     raise SizeError(f"the number {a} (and {b} at another shape) is no product of the size symbols")
 
 
