@@ -67,7 +67,7 @@ def ladder(value: int, divisors: list[int]) -> list[int]:
     (they may exceed a small *value*: a second size is needed to tell sizes from constants)."""
     need = 1
     for d in divisors:
-        if 1 < d <= 64 and value % d == 0:
+        if 1 < d <= 256 and value % d == 0:
             need = math.lcm(need, d)
     r = value % 16
     out = []

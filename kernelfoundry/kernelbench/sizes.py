@@ -22,6 +22,7 @@ def size_expr(a: float, b: float, env_a: dict[str, int], env_b: dict[str, int], 
     ``q * S_x * S_y`` with a rational q (a group size ``C // G``), or the reciprocal of one."""
     if a == b:
         return _literal(a)
+    found = []                                  # (rank: plainer first, text)
     for inverse in (False, True):
         if inverse and not (a and b):
             continue
@@ -39,9 +40,10 @@ def size_expr(a: float, b: float, env_a: dict[str, int], env_b: dict[str, int], 
                 integral = isinstance(a, int) and not inverse
                 if q.denominator != 1:
                     body = f"({body}) // {q.denominator}" if integral else f"({body}) / {q.denominator}"
-                if inverse:
-                    return f"(1.0 / ({body}))"
-                return body if integral else f"float({body})"
+                text = f"(1.0 / ({body}))" if inverse else body if integral else f"float({body})"
+                found.append(((inverse, q.denominator != 1, q != 1, k), text))
+    if found:
+        return min(found)[1]
     raise SizeError(f"the number {a} (and {b} at another shape) is no product of the size symbols")
 
 

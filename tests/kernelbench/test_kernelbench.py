@@ -1,0 +1,151 @@
+"""KernelBench problems in, KernelBench solutions out: import (sandboxed), generated seeds, refusals
+with reasons, the task-import command, directories as suites, ModelNew modules and the CPU contract."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kernelfoundry import REPO_DIR
+from kernelfoundry.errors import TaskError, UserError
+
+PROBLEMS = REPO_DIR / "experiments" / "kernelbench"
+FILES = {p.stem: p for p in sorted(PROBLEMS.glob("level*/*.py"))}
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    old = os.environ.get("KERNELFOUNDRY_KB_CACHE")
+    path = tmp_path_factory.mktemp("kbcache")
+    os.environ["KERNELFOUNDRY_KB_CACHE"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("KERNELFOUNDRY_KB_CACHE", None)
+    else:
+        os.environ["KERNELFOUNDRY_KB_CACHE"] = old
+
+
+@pytest.fixture(scope="module")
+def tasks(cache):
+    """The five test problems, imported once (a sandboxed job each)."""
+    from kernelfoundry.task import load_task
+    return {name: load_task(path) for name, path in FILES.items()}
+
+
+def test_the_five_problems_import_with_their_traits(tasks):
+    assert set(tasks) == {"1_Swish_Scaled", "2_Softmax_Rows", "3_LayerNorm_Affine", "4_Mean_Middle_Dim",
+                          "1_Linear_Tanh_Scale"}
+    ln = tasks["3_LayerNorm_Affine"]
+    assert ln.level == 1 and ln.input_names == ("x", "norm_weight", "norm_bias")
+    shapes = {s.name: s.shape for s in ln.inputs}
+    assert shapes["norm_weight"] == shapes["x"][1:] == shapes["norm_bias"]      # weights share x's dims
+    assert ln.target_shapes[0] == {"x_0": 64, "x_1": 96, "x_2": 1001}
+    lin = tasks["1_Linear_Tanh_Scale"]
+    assert lin.level == 2 and [s.shape for s in lin.inputs] == [("x_0", "x_1"), ("fc_weight_0", "x_1"),
+                                                               ("fc_weight_0",)]
+    mean = tasks["4_Mean_Middle_Dim"]
+    for env in mean.check_shapes:                  # 777 and 2049: odd, not multiples of 16, small
+        assert env["x_1"] % 2 == 1 and env["x_1"] % 16 and env["x_2"] % 2 == 1 and env["x_2"] % 16
+        assert env["x_0"] * env["x_1"] * env["x_2"] <= 40_000
+    assert all(t.atol == t.rtol == 1e-2 and t.seeds[0].is_file() for t in tasks.values())
+
+
+def test_generated_seeds_are_correct_at_the_check_shapes(tasks):
+    from kernelfoundry.evaluate.inprocess import check_trusted
+    for name, task in tasks.items():
+        source = task.seeds[0].read_text()
+        assert "torch." not in source.split("def launch", 1)[0].split("import triton", 1)[1]  # kernels: no torch
+        gate = check_trusted(source, task, profiles=("normal", "large"))
+        assert gate.passed, f"{name}: {gate.reason}"
+
+
+def _modelnew(task, tmp_path, kernel_text=None):
+    from kernelfoundry.candidate import default_config, parse_param_space
+    from kernelfoundry.kernelbench.export_kb import modelnew_source
+    source = kernel_text or task.seeds[0].read_text()
+    params = default_config(parse_param_space(source))
+    path = tmp_path / f"{task.name}_new.py"
+    path.write_text(modelnew_source(task, source, params, list(params)))
+    return path
+
+
+@pytest.mark.parametrize("name", ["3_LayerNorm_Affine", "1_Linear_Tanh_Scale"])
+def test_modelnew_of_a_verified_seed_passes_the_kernelbench_contract(tasks, tmp_path, name):
+    from kernelfoundry.kernelbench.contract import check_contract
+    result = check_contract(_modelnew(tasks[name], tmp_path), FILES[name])
+    assert result["ok"], result["reason"]
+    assert result["max_abs_err"] < 1e-3 and result["shapes"][0] != list(tasks[name].target_shapes[0].values())
+
+
+def test_the_contract_catches_a_wrong_kernel(tasks, tmp_path):
+    from kernelfoundry.kernelbench.contract import check_contract
+    task = tasks["1_Swish_Scaled"]
+    wrong = task.seeds[0].read_text().replace("tl.store(out0 + offs, (", "tl.store(out0 + offs, 1.5 * (")
+    assert wrong != task.seeds[0].read_text()
+    result = check_contract(_modelnew(task, tmp_path, wrong), FILES["1_Swish_Scaled"])
+    assert not result["ok"] and "differ" in result["reason"]
+
+
+@pytest.mark.parametrize("body, reason", [
+    ("class Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+     "def get_init_inputs():\n    return []\n", "defines no `get_inputs`"),
+    ("class Model(torch.nn.Module):\n    def forward(self, x):\n        return x[x > 0]\n"
+     "def get_inputs():\n    return [torch.randn(64, 64)]\ndef get_init_inputs():\n    return []\n",
+     "data-dependent"),
+    ("class Model(torch.nn.Module):\n    def __init__(self, w):\n        super().__init__()\n"
+     "    def forward(self, x):\n        return x\n"
+     "def get_inputs():\n    return [torch.randn(64, 64)]\ndef get_init_inputs():\n    return [torch.ones(3)]\n",
+     "get_init_inputs()[0] is a tensor"),
+])
+def test_problems_that_cannot_be_imported_say_why(cache, tmp_path, body, reason):
+    from kernelfoundry.task import load_task
+    path = tmp_path / "level2" / "bad_problem.py"
+    path.parent.mkdir()
+    path.write_text("import torch\n" + body)
+    with pytest.raises(TaskError) as exc:
+        load_task(path)
+    assert str(path) in str(exc.value) and reason in str(exc.value)
+
+
+def test_task_import_writes_a_reviewable_task_file(cache, tmp_path, capsys):
+    from kernelfoundry.task import load_task, main
+    out = tmp_path / "softmax.yaml"
+    assert main(["import", str(FILES["2_Softmax_Rows"]), "--out", str(out)]) == 0
+    task = load_task(out)
+    assert task.name == "2_Softmax_Rows" and task.seeds[0] == tmp_path / "softmax_seed.py"
+    assert "def reference(x)" in task.reference and "generated" in capsys.readouterr().out
+    assert main(["import", str(tmp_path / "missing.py")]) == 2
+    assert "missing.py does not exist" in capsys.readouterr().err
+
+
+def test_a_directory_of_problems_is_a_suite_and_seed_kernel_needs_a_problem(tmp_path, capsys):
+    from kernelfoundry.bench import load_suite
+    from kernelfoundry.evolve import main as evolve_main
+    suite = load_suite(PROBLEMS)
+    assert suite.name == "kernelbench" and [p.name for p in suite.tasks] == [
+        "1_Swish_Scaled.py", "2_Softmax_Rows.py", "3_LayerNorm_Affine.py", "4_Mean_Middle_Dim.py",
+        "1_Linear_Tanh_Scale.py"]
+    with pytest.raises(UserError, match="holds no KernelBench problem file"):
+        load_suite(tmp_path)
+    task = REPO_DIR / "experiments/tasks/relu.yaml"
+    assert evolve_main([str(task), "--seed-kernel", str(task), "--out", str(tmp_path / "run")]) == 2
+    assert "--seed-kernel goes with a KernelBench problem file" in capsys.readouterr().err
+
+
+def test_fidelity_generator_smoke(tmp_path):
+    env = dict(os.environ, KERNELFOUNDRY_KB_CACHE=str(tmp_path / "cache"),
+               PYTHONPATH=str(REPO_DIR) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    data = "/work/shared/fidelity/kernelbench_h100.yaml"
+    if not os.path.isfile(data):
+        pytest.skip(f"{data} is not on this machine")
+    proc = subprocess.run([sys.executable, str(REPO_DIR / "experiments/kernelbench_from_fidelity.py"), "--smoke",
+                           "--out", str(tmp_path / "problems"), "--json", str(tmp_path / "report.json")],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    import json
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["problems"] == report["imported"] == report["verified"] == 2, proc.stdout
+    assert (tmp_path / "problems/level2/76_Gemm_Add_ReLU.py").is_file()

@@ -1,0 +1,54 @@
+"""Size symbols, trait-keeping check shapes and size expressions of imported problems (pure Python)."""
+
+import pytest
+
+from kernelfoundry.kernelbench.shrink import assign_symbols, check_shapes, ladder, render, resolve, symbolize
+from kernelfoundry.kernelbench.sizes import SizeError, size_expr
+
+
+@pytest.mark.parametrize("value", [4095, 8191, 4096, 393216, 1001, 777, 2049, 20000])
+def test_ladder_keeps_parity_and_multiple_of_16(value):
+    sizes = ladder(value, [])
+    assert len(sizes) >= 2 and all(s > 1 for s in sizes)
+    for s in sizes:
+        assert s % 2 == value % 2
+        assert (s % 16 == 0) == (value % 16 == 0)
+
+
+def test_ladder_keeps_divisibility_by_small_constructor_ints():
+    assert all(s % 32 == 0 for s in ladder(8192, [32, 3]))   # GroupNorm's 32 groups divide 8192
+    assert ladder(8192, [3]) == ladder(8192, [])              # 3 does not divide 8192: no constraint
+
+
+def test_equal_dims_share_a_symbol_and_small_dims_stay_literal():
+    symbols, shapes = assign_symbols({"x": [128, 4096], "w": [1000, 4096], "b": [1000], "s": [1, 3, 16]})
+    assert shapes["x"] == ["x_0", "x_1"] and shapes["w"] == ["w_0", "x_1"] and shapes["b"] == ["w_0"]
+    assert shapes["s"] == [1, 3, 16]
+    assert symbols == {"x_0": 128, "x_1": 4096, "w_0": 1000}
+
+
+def test_check_shapes_are_small_and_tell_symbols_apart():
+    symbols, shapes = assign_symbols({"x": [64, 96, 1001], "w": [96, 1001]})
+    envs = check_shapes(symbols, shapes, [])
+    assert 1 <= len(envs) <= 2
+    for env in envs:
+        assert env["x_2"] % 2 == 1 and env["x_2"] % 16 == 1001 % 16
+        assert env["x_0"] * env["x_1"] * env["x_2"] <= 40_000
+    assert envs[0]["x_0"] != envs[0]["x_1"]
+
+
+def test_constructor_arguments_become_symbolic_and_render_back():
+    symbols = {"x_1": 96, "x_2": 1001}
+    init = symbolize([{"tuple": [96, 1001]}, 1e-5, 3], symbols)
+    assert init == [{"tuple": [{"sym": "x_1"}, {"sym": "x_2"}]}, 1e-5, 3]
+    assert resolve(init, {"x_1": 32, "x_2": 9}) == [(32, 9), 1e-5, 3]
+    assert render(init) == "[(env['x_1'], env['x_2']), 1e-05, 3]"
+
+
+def test_size_expressions_from_two_traces():
+    assert size_expr(7, 7, {"a": 16}, {"a": 48}, ["a"]) == "7"
+    assert size_expr(288.0, 800.0, {"a": 32, "b": 9}, {"a": 32, "b": 25}, ["a", "b"]) == "float(S_a * S_b)"
+    assert size_expr(2, 6, {"c": 64}, {"c": 192}, ["c"]) == "(S_c) // 32"
+    assert size_expr(1 / 288, 1 / 800, {"a": 32, "b": 9}, {"a": 32, "b": 25}, ["a", "b"]) == "(1.0 / (S_a * S_b))"
+    with pytest.raises(SizeError):
+        size_expr(5, 11, {"a": 16}, {"a": 48}, ["a"])
