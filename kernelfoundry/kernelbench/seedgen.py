@@ -38,11 +38,17 @@ def _bin(op):
 
 
 def _pow(a, kw):
-    if a[1] == "2":
-        return f"({a[0]} * {a[0]})"
-    if a[1] == "0.5":
+    try:
+        k = float(a[1])
+    except ValueError:
+        k = None
+    if k is not None and k.is_integer() and 1 <= k <= 4:
+        return "(" + " * ".join([a[0]] * int(k)) + ")"
+    if k == 0.5:
         return f"tl.sqrt({a[0]})"
-    return f"libdevice.pow({a[0]}, {a[1]})"
+    if k == -1:
+        return f"(1.0 / {a[0]})"
+    return f"tl.exp({a[1]} * tl.log({a[0]}))"       # positive bases (the interpreter has no libdevice.pow)
 
 
 def _clamp(a, kw):
