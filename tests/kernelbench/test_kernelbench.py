@@ -149,3 +149,57 @@ def test_fidelity_generator_smoke(tmp_path):
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["problems"] == report["imported"] == report["verified"] == 2, proc.stdout
     assert (tmp_path / "problems/level2/76_Gemm_Add_ReLU.py").is_file()
+
+
+def _hand_made_run(tmp_path, task, source, params):
+    """A run directory holding one correct candidate (scores made up: export only reads them)."""
+    from kernelfoundry.search.archive import ArchiveSpec
+    from kernelfoundry.search.history import spec_to_meta
+    from kernelfoundry.store import RunStore
+    spec = ArchiveSpec(names=("tiling", "memory_pattern"), ranges=((0.0, 24.0), (0.0, 6.0)), bins=(12, 6),
+                       labels={"tiling": [f"t{i}" for i in range(12)], "memory_pattern": [f"m{i}" for i in range(6)]})
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    store = RunStore(run_dir / "run.sqlite")
+    store.set_meta("task", task.to_dict())
+    store.set_meta("archive_spec", spec_to_meta(spec))
+    store.set_meta("config", {"hardware": ["h100"]})
+    hw = {"h100": {"latency_s": 1e-4, "sol_fraction": 0.3, "baseline_s": 2e-4, "best_params": params}}
+    store.add_candidate({"id": 0, "parent_ids": [], "mutator": "seed", "kind": "seed", "description": "",
+                         "source": source, "passed": True, "gate": None, "reason": "", "gates": [],
+                         "descriptors": {"tiling": 8.0, "memory_pattern": 1.5}, "objective": 2.0, "hardware": hw,
+                         "archive_status": 2, "llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                         "cost_usd": 0.0, "seconds": 1.0, "verify_seconds": 1.0})
+    store.close()
+    return run_dir
+
+
+def test_export_format_kernelbench_writes_modelnew_and_the_problem(tasks, tmp_path):
+    from kernelfoundry import export
+    from kernelfoundry.kernelbench.contract import check_contract
+    task = tasks["1_Linear_Tanh_Scale"]
+    source = task.seeds[0].read_text()
+    params = {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 32, "BLOCK": 256, "num_warps": 4}
+    run_dir = _hand_made_run(tmp_path, task, source, params)
+    out = tmp_path / "solutions"
+    assert export.main([str(run_dir), "--format", "kernelbench", "--out", str(out)]) == 0
+    import json
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["format"] == "kernelbench" and manifest["problem_file"] == "1_Linear_Tanh_Scale.py"
+    assert (out / "1_Linear_Tanh_Scale.py").read_text() == FILES["1_Linear_Tanh_Scale"].read_text()
+    solution = out / manifest["kernels"][0]["file"]
+    text = solution.read_text()
+    assert "class ModelNew(Model):" in text and "def forward(self, x):" in text
+    assert "self.get_parameter('fc.weight')" in text and "BLOCK_M=64" in text
+    result = check_contract(solution, FILES["1_Linear_Tanh_Scale"])
+    assert result["ok"], result["reason"]
+
+
+def test_export_format_kernelbench_refuses_runs_of_task_files(tmp_path, capsys):
+    from kernelfoundry import export
+    from kernelfoundry.task import load_task
+    task = load_task(REPO_DIR / "experiments/tasks/relu.yaml")
+    run_dir = _hand_made_run(tmp_path, task, task.seeds[0].read_text(), {"BLOCK": 256, "num_warps": 4,
+                                                                          "num_stages": 1})
+    assert export.main([str(run_dir), "--format", "kernelbench", "--out", str(tmp_path / "o")]) == 2
+    assert "was not imported from a KernelBench problem file" in capsys.readouterr().err
