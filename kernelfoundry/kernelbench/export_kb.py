@@ -32,14 +32,15 @@ def modelnew_source(task, kernel_text: str, params: dict[str, Any], param_order:
     forward = binding["forward"]
     names = [a["name"] for a in forward]
     by_name = {a["input"]: a["input"] for a in forward if "input" in a}
-    state = {name: (attr, role) for name, attr, role in binding["state"]}
+    state = {entry[0]: (entry[1], entry[2], len(entry) > 3 and entry[3]) for entry in binding["state"]}
     args = []
     for spec in task.inputs:
         if spec.name in by_name:
             args.append(spec.name)
         elif spec.name in state:
-            attr, role = state[spec.name]
-            args.append(f"self.get_{'parameter' if role == 'parameter' else 'buffer'}({attr!r})")
+            attr, role, scalar = state[spec.name]
+            args.append(f"self.get_{'parameter' if role == 'parameter' else 'buffer'}({attr!r})"
+                        + (".reshape(1)" if scalar else ""))
         else:
             raise UserError(f"task '{task.name}': input '{spec.name}' is neither a forward argument nor Model state.")
     ordered = [k for k in param_order if k in params] + [k for k in params if k not in param_order]

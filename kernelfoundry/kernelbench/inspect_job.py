@@ -114,17 +114,17 @@ def describe(source: str, filename: str, seed: int) -> dict[str, Any]:
             call_args.append({"const": _plain(value, f"forward argument '{name}' from get_inputs()"),
                               "name": _identifier(name, taken)})
     for role, items in (("parameter", model.named_parameters()), ("buffer", model.named_buffers())):
-        for attr, t in items:
-            inputs.append({"name": _identifier(attr, taken), "shape": list(t.shape), "dtype": t.dtype,
-                           "role": role, "module_attr": attr})
+        for attr, t in items:                     # a 0-d one is a [1] input, viewed as 0-d by the reference
+            inputs.append({"name": _identifier(attr, taken), "shape": list(t.shape) or [1], "dtype": t.dtype,
+                           "role": role, "module_attr": attr, "scalar": t.dim() == 0})
     if not any(s["role"] == "input" for s in inputs):
         raise Refused("get_inputs() returns no tensor")
     for s in inputs:
         if s["dtype"] not in DTYPES:
             raise Refused(f"input '{s['name']}' has dtype {s['dtype']}, which tasks do not support")
         if not s["shape"] or 0 in s["shape"]:
-            raise Refused(f"input '{s['name']}' ({s.get('module_attr', 'forward input')}) is "
-                          f"{'0-d' if not s['shape'] else 'empty'}; task inputs have at least one non-empty dim")
+            raise Refused(f"forward input '{s['name']}' is {'0-d' if not s['shape'] else 'empty'}; task inputs "
+                          "have at least one non-empty dim")
         s["dtype"] = DTYPES[s["dtype"]]
     symbols, symbolic = shrink.assign_symbols({s["name"]: s["shape"] for s in inputs})
     sym_init = [shrink.symbolize(v, symbols) for v in init]
@@ -208,12 +208,19 @@ def _validate(ns: dict[str, Any], source: str, filename: str, desc: dict[str, An
         for s in inputs:
             if s["role"] != "input":
                 got = state.get(s["module_attr"])
+                got = got.reshape(1) if got is not None and s.get("scalar") else got
                 want = [env[d] if isinstance(d, str) else d for d in s["shape"]]
                 if got is None or list(got.shape) != want:
                     raise Refused(f"at check shape {env}, Model's {s['module_attr']} has shape "
                                   f"{None if got is None else list(got.shape)}, expected {want}: its sizes do not "
                                   "follow the input shapes")
-        explicit = [values[tensor_inputs.index(s)] if s["role"] == "input" else state[s["module_attr"]]
+        for s in inputs:                              # integer state (a counter): its own values' range
+            if s["role"] != "input" and s["dtype"] not in ("float32", "float16", "bfloat16", "float64", "bool") \
+                    and k == 0:
+                t = state[s["module_attr"]]
+                s["low"], s["high"] = int(t.min()), int(t.max()) + 1
+        explicit = [values[tensor_inputs.index(s)] if s["role"] == "input" else
+                    state[s["module_attr"]].reshape(1) if s.get("scalar") else state[s["module_attr"]]
                     for s in inputs]
         try:
             with torch.no_grad():

@@ -41,7 +41,8 @@ def problem_of(reference: str) -> str | None:
 
 def binding_of(reference: str) -> dict[str, Any] | None:
     """``_KF_BINDING`` of an imported task's reference: forward's arguments (``{"input", "name"}``)
-    and the inputs that are Model state (``[input, module attribute, role]``)."""
+    and the inputs that are Model state (``[input, module attribute, role, 0-d]``; a 0-d one is
+    a [1] input)."""
     import ast
     try:
         tree = ast.parse(reference)
@@ -73,10 +74,12 @@ def reference_source(problem_source: str, *, inputs: list[dict[str, Any]], symbo
     arguments, each ``{"input": name}`` or ``{"const": value}``."""
     names = [s["name"] for s in inputs]
     sizes = sizes_of(symbols, inputs)
-    state = {s["module_attr"]: s["name"] for s in inputs if s["role"] != "input"}
+    state = {s["module_attr"]: s["name"] + (".reshape(())" if s.get("scalar") else "")
+             for s in inputs if s["role"] != "input"}
     args = [a["input"] if "input" in a else render(a["const"]) for a in call_args]
     binding = {"forward": [{k: v for k, v in a.items() if k in ("input", "name")} for a in call_args],
-               "state": [[s["name"], s["module_attr"], s["role"]] for s in inputs if s["role"] != "input"]}
+               "state": [[s["name"], s["module_attr"], s["role"], bool(s.get("scalar"))]
+                         for s in inputs if s["role"] != "input"]}
     lines = ["import torch as _kf_torch", "", f"_KF_PROBLEM = {embed(problem_source)}", "",
              "_kf_problem = {'__name__': 'kf_problem'}",
              "exec(compile(_KF_PROBLEM, '<KernelBench problem>', 'exec'), _kf_problem)", "", MARKER,

@@ -59,11 +59,17 @@ class _Gen:
         for i, node in enumerate(self.g):
             for ref in _refs(node.get("args")) + _refs(node.get("kwargs")):
                 self.users.setdefault(ref, set()).add(i)
+        for i in range(len(self.g) - 1, -1, -1):        # dead code (an unused empty(), a buffer update's inputs)
+            base = _base(self.g[i]["op"])
+            if self.g[i]["op"] not in ("input", "output") and not base.endswith("_") \
+                    and not (self.users.get(i, set()) - self.dead):
+                self.dead.add(i)
         self.kernels: list[str] = []
         self.body: list[str] = []
         self.vals: dict[int, dict[str, Any]] = {}
         self.params: dict[str, list[int]] = {}
         self.helpers: set[str] = set()
+        self.skipped: list[str] = []
 
     def _fold_identities(self) -> None:
         """Drop ``x * 1``, ``x + 0``, ``x - 0``, ``x / 1`` (decompositions leave them): users read x."""
@@ -160,8 +166,11 @@ class _Gen:
             if i in self.dead:
                 continue
             if op == "input":
-                self.vals[i] = {"kind": "tensor", "var": self.inputs[node["index"]]["name"], "contig": True,
-                                "rank": len(node["shape"]), "dtype": node["dtype"], "input": True}
+                spec = self.inputs[node["index"]]
+                self.vals[i] = {"kind": "tensor", "var": spec["name"], "contig": True, "rank": len(node["shape"]),
+                                "dtype": node["dtype"], "input": True, "role": spec.get("role", "input")}
+            elif base.endswith("_") and self._buffer_update(i):
+                continue
             elif op == "output":
                 self.output(node)
             elif base in ("full", "scalar_tensor") and node["shape"] == []:
@@ -173,6 +182,18 @@ class _Gen:
             else:
                 self.lower(i, base)
         return self.module()
+
+    def _buffer_update(self, i: int) -> bool:
+        """An in-place update of a Model buffer (BatchNorm's running statistics): not part of the
+        output, which is all a task compares, so the seed leaves it out (and says so)."""
+        target = self.g[i]["args"][0] if self.g[i].get("args") else None
+        v = self.vals.get(target["ref"]) if isinstance(target, dict) and "ref" in target else None
+        while v is not None and v.get("kind") == "tensor" and v.get("view_of") is not None:
+            v = self.vals.get(v["view_of"])
+        if v is None or v.get("role") != "buffer" or (self.users.get(i, set()) - self.dead):
+            return False
+        self.skipped.append(f"{self.g[i]['op']} on buffer input '{v['var']}'")
+        return True
 
     def _pointwise(self, name: str, body: "_Body", value: str, out: str, rank: int) -> None:
         """Launch a flat kernel computing *value* into the contiguous tensor *out*."""
@@ -228,7 +249,7 @@ class _Gen:
             if not contig:
                 src = self.contiguous(src, i)
                 var = src["var"]
-            text = f"{var}.view({', '.join(self.nums(a[0], b[0]))})"
+            text = f"{var}.view({', '.join(self.nums(a[0], b[0])) or '()'})"
         elif base == "permute":
             text, contig = f"{var}.permute({', '.join(map(str, a[0]))})", False
         elif base == "t":
@@ -268,7 +289,7 @@ class _Gen:
             text = var
         self.body.append(f"t{i} = {text}")
         self.vals[i] = {"kind": "tensor", "var": f"t{i}", "rank": len(node["shape"]), "contig": contig,
-                        "dtype": node["dtype"], "input": False}
+                        "dtype": node["dtype"], "input": False, "view_of": node["args"][0]["ref"]}
 
     def reduce(self, i: int, base: str) -> None:
         node = self.g[i]
@@ -428,9 +449,10 @@ class _Gen:
         sig = ", ".join(names) + ", *, " + ", ".join(params)
         head = [f"S_{s} = {names[i]}.shape[{d}]" for s, (i, d) in self.sizes.items()]
         head.append(f"DEV = {names[0]}.device")
+        note = f" Left out (outputs do not depend on them): {'; '.join(self.skipped)}." if self.skipped else ""
         lines = ['"""Generated starting kernel: one naive Triton kernel per op group of the reference '
-                 '(see docs/kernelbench.md)."""',
-                 "import torch", "import triton", "import triton.language as tl",
+                 f'(see docs/kernelbench.md).{note}"""',
+                 "import math", "import torch", "import triton", "import triton.language as tl",
                  "from triton.language.extra import libdevice", "",
                  f"PARAMS = {params!r}", "", ""]
         if "mul" in self.helpers:

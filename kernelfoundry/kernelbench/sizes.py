@@ -28,7 +28,7 @@ def size_expr(a: float, b: float, env_a: dict[str, int], env_b: dict[str, int], 
             continue
         fa, fb = (Fraction(v).limit_denominator(1 << 32) for v in (a, b))
         x, y = (1 / fa, 1 / fb) if inverse else (fa, fb)
-        for k in range(1, min(4, len(symbols)) + 1):
+        for k in range(1, 5 if symbols else 1):
             for combo in itertools.combinations_with_replacement(symbols, k):
                 pa, pb = math.prod(env_a[s] for s in combo), math.prod(env_b[s] for s in combo)
                 q = (x / pa).limit_denominator(1 << 20)
@@ -44,6 +44,20 @@ def size_expr(a: float, b: float, env_a: dict[str, int], env_b: dict[str, int], 
                 found.append(((inverse, q.denominator != 1, q != 1, k), text))
     if found:
         return min(found)[1]
+    for combo in (c for k in range(1, 3) for c in itertools.combinations_with_replacement(symbols, k)):
+        pa, pb = math.prod(env_a[s] for s in combo), math.prod(env_b[s] for s in combo)
+        body = " * ".join(f"S_{s}" for s in combo)
+        for c in range(-16, 17):                # a size plus a small constant: an exclusive scan's n - 1
+            if c and a == pa + c and b == pb + c:
+                return f"({body} {'+' if c > 0 else '-'} {abs(c)})" if isinstance(a, int) else \
+                    f"float({body} {'+' if c > 0 else '-'} {abs(c)})"
+    if isinstance(a, float) and a > 0 and b > 0 and not float(a).is_integer():
+        try:                                    # a square root: attention's 1 / sqrt(head_dim)
+            inner = size_expr(round(a * a, 12), round(b * b, 12), env_a, env_b, symbols)
+        except SizeError:
+            inner = None
+        if inner is not None:
+            return f"math.sqrt({inner})"
     raise SizeError(f"the number {a} (and {b} at another shape) is no product of the size symbols")
 
 
