@@ -117,7 +117,7 @@ def _reason(text: str) -> str:
     return re.sub(r"\{[^}]*\}|\[[^\]]*\]|\d+(\.\d+)?", "#", text)[:140]
 
 
-def run(paths: list[Path], *, verify: bool) -> dict:
+def run(paths: list[Path], *, verify: bool, max_kernel_configs: int = 2) -> dict:
     from kernelfoundry.errors import TaskError
     from kernelfoundry.kernelbench import materialize
     from kernelfoundry.task import load_task
@@ -140,7 +140,7 @@ def run(paths: list[Path], *, verify: bool) -> dict:
             task = load_task(task_file, check_files=False)
             source = (task_file.parent / "task_seed.py").read_text()
             result = run_verify(task, source, ["h100"], seed=0, limits=default_limits(task, 300.0),
-                                max_kernel_configs=2, compile=False)
+                                max_kernel_configs=max_kernel_configs, compile=False)
             row["verified"] = bool(result.passed)
             row["objective"] = result.objective
             if not result.passed:
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     names = SMOKE if args.smoke else tuple(args.only.split(",")) if args.only else None
     paths = write_problems(args.data, args.out, names)
-    report = run(paths, verify=args.verify)
+    report = run(paths, verify=args.verify, max_kernel_configs=1 if args.smoke else 2)
     print(f"\n{report['problems']} problems: {report['imported']} imported, {report['seeded']} with a generated "
           f"seed, {report['verified'] if args.verify else '-'} verified")
     for key in ("refused", "no_seed", "verify_failed"):

@@ -72,7 +72,7 @@ def _modelnew(task, tmp_path, kernel_text=None):
     return path
 
 
-@pytest.mark.parametrize("name", ["3_LayerNorm_Affine", "1_Linear_Tanh_Scale"])
+@pytest.mark.parametrize("name", ["3_LayerNorm_Affine"])     # the Linear one: in the export test below
 def test_modelnew_of_a_verified_seed_passes_the_kernelbench_contract(tasks, tmp_path, name):
     from kernelfoundry.kernelbench.contract import check_contract
     result = check_contract(_modelnew(tasks[name], tmp_path), FILES[name])
