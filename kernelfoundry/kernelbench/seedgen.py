@@ -355,6 +355,11 @@ class _Gen:
                              "num_warps=num_warps)")
             outs.append({"kind": "tensor", "var": var, "rank": len(node["shape"] or kept), "contig": True,
                          "dtype": dtype, "input": False})
+        keepdim = (a[1] if len(a) > 1 else kw.get("keepdim")) if base in ("max", "min") else False
+        if keepdim and rank:                              # max/min(dim, keepdim=True): views with the 1 back
+            for out in outs:
+                self.body.append(f"{out['var']}_k = {out['var']}.unsqueeze({dims[0]})")
+                out.update(var=f"{out['var']}_k", rank=rank)
         self.vals[i] = {"kind": "tuple", "items": outs} if len(outs) > 1 else outs[0]
         self.vals[last] = self.vals[i]
 
