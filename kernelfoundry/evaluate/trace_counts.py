@@ -23,9 +23,11 @@ import numpy as np
 
 from .channel import BlobReader, ChannelError
 from .records import ConfigTrace, LaunchTrace, TensorTraffic
-from .trip_witness import LIGHTER, WORK_KINDS, WitnessError, trip_weights
+from .trip_witness import WORK_KINDS, WitnessError, trip_weights
 
 SECTOR_BYTES = 32
+#: A sparse estimate within this fraction of the dense count is the count (float rounding only).
+EXACT = 1e-9
 _LOAD_BYTES, _STORE_BYTES, _LOAD_SECTORS, _STORE_SECTORS, _UNIQUE_LOAD, _UNIQUE_STORE = range(6)
 RANK_DTYPE = {1: "fp8", 2: "fp16", 3: "fp32", 4: "fp64"}
 DTYPE_RANK = {"fp8e4nv": 1, "fp8e5": 1, "fp8e4b15": 1, "fp8e4b8": 1, "fp8e5b16": 1, "fp16": 2, "bf16": 2,
@@ -174,14 +176,15 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
 
 
 class DenseLift:
-    """What the sparse loop samples missed in the launch's dense program, applied to every program.
+    """What a program's sparse loop samples missed, from its own dense run.
 
-    The dense program records element counts (not addresses) in the trips the others skipped.  For
+    A dense program records element counts (not addresses) in the trips off the sparse plan.  For
     each count (load and store bytes per tensor, dot flops per dtype, op elements per kind) its full
-    count *d* is set against its sparse-view estimate *s*.  Where ``s < LIGHTER * d`` the sparse
-    samples missed work that sits on unsampled trips (work on rare trips, say), and every program's
-    count is scaled by ``d / s`` (or raised by *d* where ``s`` is 0); a tensor's sectors and distinct
-    bytes follow its bytes.  An honest loop whose trips do equal work has ``s == d``: nothing changes.
+    count *d* is set against its sparse-view estimate *s*, and the program's count is scaled by
+    ``d / s`` (or raised by *d* where ``s`` is 0): the sparse samples missed work that sits on
+    unsampled trips (work on rare trips, say), or over-weighted a heavy sampled trip.  A tensor's
+    sectors and distinct bytes (known from the sparse trips only) follow its bytes.  An honest loop
+    whose trips do equal work has ``s == d``: nothing changes.
     """
 
     BYTE_COLUMNS = ((_LOAD_BYTES, _LOAD_SECTORS, _UNIQUE_LOAD), (_STORE_BYTES, _STORE_SECTORS, _UNIQUE_STORE))
@@ -204,7 +207,7 @@ class DenseLift:
     @staticmethod
     def _factor(d: float, s: float) -> float | None:
         """Multiplier for a count whose full value is *d* and sparse estimate *s* (0.0: add *d*)."""
-        if d <= 0 or s >= LIGHTER * d:
+        if d <= 0 or abs(s - d) <= EXACT * d:
             return None
         return d / s if s > 0 else 0.0
 
@@ -222,6 +225,16 @@ class DenseLift:
             counts.dot_flops[dtype] = old * factor if factor else old + full
         for kind, (factor, full) in self.ops.items():
             counts.ops[kind] = counts.ops[kind] * factor if factor else counts.ops[kind] + full
+
+
+def same_counts(a: ProgramCounts, b: ProgramCounts) -> bool:
+    """Whether two programs' counts agree (bytes, sectors, dot flops, ops) up to float rounding."""
+    def close(x, y):
+        return abs(x - y) <= EXACT * max(abs(x), abs(y))
+    return (a.traffic.shape == b.traffic.shape and bool(np.all(np.abs(a.traffic - b.traffic)
+                                                             <= EXACT * np.maximum(np.abs(a.traffic), np.abs(b.traffic))))
+            and set(a.dot_flops) == set(b.dot_flops) and all(close(a.dot_flops[d], b.dot_flops[d]) for d in a.dot_flops)
+            and all(close(a.ops[k], b.ops[k]) for k in OP_KINDS))
 
 
 def unanchored(counts: list[ProgramCounts], n_tensors: int) -> set[int]:
@@ -271,20 +284,27 @@ def build_launch_trace(record: dict[str, Any], blob: BlobReader) -> LaunchTrace:
     sampled = [int(p["pid"]) for p in programs]
     _require(all(0 <= p < max(num_programs, 1) for p in sampled) and len(set(sampled)) == len(sampled),
              "sampled programs are out of range")
-    counts, lift = [], None
-    for p in programs:
+    leads = [i for i, p in enumerate(programs) if p.get("lead") is True]
+    _require(len(leads) == (1 if programs else 0) and all(programs[i].get("dense") is True for i in leads),
+             "a launch needs exactly one lead program, run densely")
+    # every program is counted from its sparse-plan trips (addresses, sectors), then lifted by a dense
+    # count (work the sparse trips missed: on rare trips, say): the lead's where its sparse view is the
+    # lead's; its own (the child ran it again densely) where it differs
+    counts = [count_program(p, tensors, blob, sparse_view=True) for p in programs]
+    lifts = []
+    for p, c in zip(programs, counts):
         if p.get("dense") is True:
-            _require(lift is None, "two dense programs in one launch")
-            # counted like the others (its sparse-plan trips), and in full for the lift; left out of the
-            # anchor check: its trips followed each other, so carried state (an advanced pointer) differs
-            c = count_program(p, tensors, blob, sparse_view=True)
-            lift, c.signatures = DenseLift(count_program(p, tensors, blob), c), {}
+            lifts.append(DenseLift(count_program(p, tensors, blob), c))
         else:
-            c = count_program(p, tensors, blob)
-        counts.append(c)
-    if lift is not None:
-        for c in counts:
-            lift.apply(c)
+            _require(same_counts(c, counts[leads[0]]), "a program whose sparse counts differ from the lead's "
+                     "was not counted densely")
+            lifts.append(None)
+    for i, (p, c) in enumerate(zip(programs, counts)):      # lifted only once every decision is made
+        (lifts[i] or lifts[leads[0]]).apply(c)
+        if p.get("dense") is True:
+            # left out of the anchor check: its trips followed each other, so carried state (an
+            # advanced pointer) differs from the sparse programs'
+            c.signatures = {}
     weights = program_weights(sampled, num_programs) if sampled else []
 
     def mean(value) -> float:
