@@ -100,6 +100,7 @@ class ProgramCounts:
         self.witnessed: list[str] = []          # loops whose middle samples the witness trip replaced
         self.firsts: dict[int, list[tuple[int, int]]] = defaultdict(list)   # tensor -> (site, first sector)
         self.signatures: dict[int, int] = {}    # tensor -> hash of every sector the program loaded from it
+        self.run_kind = "sparse"                # programs are compared for anchors within one run kind
 
     @property
     def total_bytes(self) -> float:
@@ -238,16 +239,16 @@ def same_counts(a: ProgramCounts, b: ProgramCounts) -> bool:
 
 
 def unanchored(counts: list[ProgramCounts], n_tensors: int) -> set[int]:
-    """Tensors whose wave anchors cannot be trusted: two sampled programs with the same first sectors
-    at every load site (the anchors say they read the same data) loaded different sectors at the same
-    sampled trips.  Their footprint then assumes no sharing between programs."""
+    """Tensors whose wave anchors cannot be trusted: two sampled programs run alike (``run_kind``) with
+    the same first sectors at every load site (the anchors say they read the same data) loaded different
+    sectors at the same sampled trips.  Their footprint then assumes no sharing between programs."""
     out = set()
     for tensor in range(n_tensors):
         by_anchor: dict[tuple, int] = {}
         for c in counts:
             if tensor not in c.signatures:
                 continue
-            key = tuple(sorted(c.firsts.get(tensor, [])))
+            key = (c.run_kind, tuple(sorted(c.firsts.get(tensor, []))))
             if by_anchor.setdefault(key, c.signatures[tensor]) != c.signatures[tensor]:
                 out.add(tensor)
                 break
@@ -284,13 +285,13 @@ def build_launch_trace(record: dict[str, Any], blob: BlobReader) -> LaunchTrace:
     sampled = [int(p["pid"]) for p in programs]
     _require(all(0 <= p < max(num_programs, 1) for p in sampled) and len(set(sampled)) == len(sampled),
              "sampled programs are out of range")
-    leads = [i for i, p in enumerate(programs) if p.get("lead") is True]
-    _require(len(leads) == (1 if programs else 0) and all(programs[i].get("dense") is True for i in leads),
-             "a launch needs exactly one lead program, run densely")
     # every program is counted from its sparse-plan trips (addresses, sectors), then lifted by a dense
     # count (work the sparse trips missed: on rare trips, say): the lead's where its sparse view is the
     # lead's; its own (the child ran it again densely) where it differs
     counts = [count_program(p, tensors, blob, sparse_view=True) for p in programs]
+    leads = [i for i, p in enumerate(programs) if p.get("lead") is True]
+    _require(len(leads) == (1 if programs else 0) and all(programs[i].get("dense") is True for i in leads),
+             "a launch needs exactly one lead program, run densely")
     lifts = []
     for p, c in zip(programs, counts):
         if p.get("dense") is True:
@@ -301,10 +302,9 @@ def build_launch_trace(record: dict[str, Any], blob: BlobReader) -> LaunchTrace:
             lifts.append(None)
     for i, (p, c) in enumerate(zip(programs, counts)):      # lifted only once every decision is made
         (lifts[i] or lifts[leads[0]]).apply(c)
-        if p.get("dense") is True:
-            # left out of the anchor check: its trips followed each other, so carried state (an
-            # advanced pointer) differs from the sparse programs'
-            c.signatures = {}
+        # anchors are compared among programs run alike: a dense run's trips followed each other, so its
+        # carried state (an advanced pointer) differs from a sparse run's, and the lead ran more trips
+        c.run_kind = "lead" if i == leads[0] else "dense" if p.get("dense") is True else "sparse"
     weights = program_weights(sampled, num_programs) if sampled else []
 
     def mean(value) -> float:
