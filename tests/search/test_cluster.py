@@ -1,0 +1,136 @@
+"""Multi-node runs on Ray's own test cluster (several nodes on this machine): placement, code
+shipping, a node lost mid-run.  One cluster per module; its nodes' PYTHONPATH holds a stub
+``kernelfoundry`` that refuses to import, so workers run only code the driver shipped."""
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DRIVER = Path(__file__).with_name("cluster_driver.py")
+STUB_ERROR = "kernelfoundry is not installed on this node"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from ray.cluster_utils import Cluster
+    tmp = Path(tempfile.mkdtemp(prefix="kfc", dir="/tmp"))          # short: Ray's socket paths
+    stub = tmp / "stub" / "kernelfoundry"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text(f"raise ImportError({STUB_ERROR!r})\n")
+    saved = os.environ.get("RAY_TMPDIR")
+    os.environ["RAY_TMPDIR"] = str(tmp)         # Ray writes ray_current_cluster here, not in /tmp/ray
+    node_env = {"PYTHONPATH": str(stub.parent), "RAY_TMPDIR": str(tmp)}
+    c = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 2, "env_vars": node_env,
+        "_system_config": {"health_check_period_ms": 500, "health_check_timeout_ms": 500,
+                           "health_check_failure_threshold": 3}})
+    try:
+        for _ in range(2):
+            c.add_node(num_cpus=2, env_vars=node_env)
+        c.wait_for_nodes()
+        c.tmp, c.node_env = tmp, node_env
+        yield c
+    finally:
+        c.shutdown()
+        if saved is None:
+            os.environ.pop("RAY_TMPDIR", None)
+        else:
+            os.environ["RAY_TMPDIR"] = saved
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def driver_env(cluster):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")}
+    env.update(PYTHONPATH=str(REPO), RAY_TMPDIR=str(cluster.tmp), RAY_DEDUP_LOGS="0")
+    return env
+
+
+def start_driver(cluster, run_dir, *, workers, budget, sleep):
+    return subprocess.Popen([sys.executable, str(DRIVER), cluster.address, str(run_dir), "--workers", str(workers),
+                             "--budget", str(budget), "--sleep", str(sleep)], cwd=cluster.tmp,
+                            env=driver_env(cluster), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc, timeout=240):
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err[-3000:]
+    line = next(x for x in out.splitlines() if x.startswith("SUMMARY "))
+    return json.loads(line[len("SUMMARY "):]), err
+
+
+def rows(run_dir):
+    db = sqlite3.connect(run_dir / "run.sqlite")
+    try:
+        return db.execute("SELECT id, gate, reason, job_seed, passed FROM candidates ORDER BY id").fetchall()
+    finally:
+        db.close()
+
+
+def test_a_run_spreads_its_workers_over_three_nodes(cluster, tmp_path):
+    summary, err = finish(start_driver(cluster, tmp_path / "run", workers=6, budget=40, sleep=0.2))
+    assert summary["finished"] and summary["n_candidates"] == 40
+    per_node = summary["workers_per_node"]
+    assert len(per_node) == 3 and sorted(per_node.values()) == [2, 2, 2], per_node
+    assert "6 Ray worker(s) ready on 3 node(s)" in err
+
+
+def test_code_is_shipped_to_nodes_whose_pythonpath_lacks_the_project(cluster, tmp_path):
+    env = driver_env(cluster)
+    probe = ("import ray; ray.init(address=%r, log_to_driver=False)\n"
+             "f = ray.remote(num_cpus=0)(lambda: __import__('kernelfoundry').__file__)\n"
+             "try:\n    print('IMPORTED', ray.get(f.remote()))\n"
+             "except Exception as e:\n    print('FAILED', e)\n") % cluster.address
+    unshipped = subprocess.run([sys.executable, "-c", probe], cwd=cluster.tmp, env=env, capture_output=True,
+                               text=True, timeout=120)
+    assert "FAILED" in unshipped.stdout and STUB_ERROR in unshipped.stdout, unshipped.stdout + unshipped.stderr
+    done = subprocess.run([sys.executable, "-m", "kernelfoundry.evolve", str(REPO / "experiments/tasks/relu.yaml"),
+                           "--ray-address", cluster.address, "--budget", "1", "--workers", "1", "--no-memory",
+                           "--out", str(tmp_path / "run")], cwd=cluster.tmp, env=env, capture_output=True, text=True,
+                          timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["n_candidates"] == 1 and summary["n_correct"] == 1, summary["gate_failures"]
+
+
+def test_a_node_lost_mid_run_costs_only_its_jobs_in_flight(cluster, tmp_path):
+    doomed = cluster.add_node(num_cpus=2, env_vars=cluster.node_env)
+    cluster.wait_for_nodes()
+    run_dir = tmp_path / "run"
+    budget = 120
+    proc = start_driver(cluster, run_dir, workers=6, budget=budget, sleep=0.5)
+    try:
+        label = None
+        deadline = time.time() + 120
+        while time.time() < deadline and label is None:
+            time.sleep(0.5)
+            try:
+                per_node = json.loads((run_dir / "summary.json").read_text())["workers_per_node"]
+            except (OSError, ValueError, KeyError):
+                continue
+            if (run_dir / "run.sqlite").exists() and len(rows(run_dir)) >= 15:
+                label = next((k for k in per_node if k.endswith(doomed.node_id[:8])), None)
+                assert label, f"no worker on the added node: {per_node}"
+        assert label, "the run did not get going"
+        cluster.remove_node(doomed, allow_graceful=False)
+        summary, _ = finish(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert summary["finished"] and summary["n_candidates"] == budget
+    assert summary["workers_replaced"] >= 1 and label not in summary["workers_per_node"]
+    assert sum(summary["workers_per_node"].values()) == 6
+    stored = rows(run_dir)
+    lost = [r for r in stored if r[1] == "worker"]
+    assert lost and all("left the cluster" in r[2] for r in lost), lost
+    assert len(lost) <= 2 * 2                     # at most its in-flight jobs (2 workers), each once more
+    for cid, _, _, job_seed, _ in lost:           # every lost job ran again on a live node
+        assert any(r[3] == job_seed and r[0] > cid and r[1] != "worker" for r in stored), job_seed
