@@ -119,6 +119,8 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
             try:
                 summary = driver.run(seeds)
             except ClusterLost as exc:
+                pool = None                       # nothing left to kill, and Ray would wait on the lost head
+                started_ray = False
                 where = f"the Ray cluster at {resolve_address(cfg.ray_address)}" if on_cluster else "Ray"
                 raise UserError(f"lost {where}: {exc}. Every finished candidate is stored; continue with "
                                 f"--resume {run_dir} once the cluster is back (or without --ray-address to "

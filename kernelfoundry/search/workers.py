@@ -156,6 +156,7 @@ class WorkerPool:
         self.retired: set[int] = set()
         self.nodes: dict[int, tuple[str, str]] = {}        # worker -> (node id, label), once known
         self._locating: dict[Any, int] = {}                 # kf_node futures of new actors
+        self.watch = GcsWatch()
 
     def _spawn(self, index: int):
         return self.remote_cls.remote(worker_index=index, **self.init_kwargs)
@@ -204,6 +205,7 @@ class WorkerPool:
         """Finished calls as (flight, result, error); a dead actor is replaced and reported as error."""
         if not self.futures:
             return []
+        self.watch.check()
         try:
             done, _ = ray.wait(list(self.futures), num_returns=1, timeout=timeout_s)
             if done:   # collect everything else that is already finished too
@@ -226,6 +228,7 @@ class WorkerPool:
     def _replace(self, flight: InFlight, exc: BaseException) -> str:
         """Replace the dead actor of *flight* (or retire its slot); the failure reason to store."""
         index = flight.worker
+        self.watch.require()          # a dead head makes the calls below wait for Ray's 60 s limit
         node_id, label = self.nodes.pop(index, ("", "unknown node"))
         node_gone = bool(node_id) and not _node_alive(node_id)
         flight.extra["lost"] = node_gone
@@ -262,6 +265,46 @@ class WorkerPool:
 
 class ClusterLost(RuntimeError):
     """The driver lost its connection to Ray, or every worker is gone with no room for new ones."""
+
+
+class GcsWatch:
+    """Notices that the cluster's head (its GCS) is gone before Ray's own 60 s reconnect limit ends
+    the process without a word: a TCP probe every ``every_s``, ClusterLost after ``grace_s`` down."""
+
+    def __init__(self, *, every_s: float = 2.0, grace_s: float = 10.0):
+        self.every_s, self.grace_s = every_s, grace_s
+        try:
+            host, _, port = ray.get_runtime_context().gcs_address.rpartition(":")
+            self.addr: tuple[str, int] | None = (host.strip("[]"), int(port))
+        except Exception:  # noqa: BLE001 - no address to watch (an in-process test pool)
+            self.addr = None
+        self.last_check = time.time()
+        self.down_since: float | None = None
+
+    def check(self) -> None:
+        """Probe at most every ``every_s``; raise ClusterLost once the head has been down ``grace_s``."""
+        now = time.time()
+        if self.addr is None or now - self.last_check < self.every_s:
+            return
+        self.last_check = now
+        import socket
+        try:
+            socket.create_connection(self.addr, timeout=1.0).close()
+            self.down_since = None
+        except OSError as exc:
+            self.down_since = self.down_since or now
+            if now - self.down_since >= self.grace_s:
+                raise ClusterLost(f"its head (GCS at {self.addr[0]}:{self.addr[1]}) has not answered for "
+                                  f"{now - self.down_since:.0f} s ({exc.strerror or exc})") from None
+
+    def require(self) -> None:
+        """Return once the head answers; ClusterLost if it does not within ``grace_s``."""
+        self.last_check = 0.0
+        self.check()
+        while self.down_since is not None:
+            time.sleep(min(1.0, self.every_s))
+            self.last_check = 0.0
+            self.check()
 
 
 def _node_alive(node_id: str) -> bool:

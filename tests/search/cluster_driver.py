@@ -21,6 +21,7 @@ import fake_worker  # noqa: E402
 
 cloudpickle.register_pickle_by_value(fake_worker)
 
+from kernelfoundry.errors import UserError  # noqa: E402
 from kernelfoundry.evolve import EvolveConfig  # noqa: E402
 from kernelfoundry.search.session import run_evolution  # noqa: E402
 
@@ -43,7 +44,7 @@ class SleepyWorker(fake_worker.FakeWorker):
 def main() -> int:
     global SLEEP_S
     p = argparse.ArgumentParser()
-    p.add_argument("address")
+    p.add_argument("address", help="the cluster's address, or 'local' for a local Ray")
     p.add_argument("run_dir", type=Path)
     p.add_argument("--workers", type=int, required=True)
     p.add_argument("--budget", type=int, required=True)
@@ -51,11 +52,15 @@ def main() -> int:
     p.add_argument("--resume", action="store_true")
     args = p.parse_args()
     SLEEP_S = args.sleep
-    cfg = EvolveConfig(task=TASK, budget=args.budget, workers=args.workers, ray_address=args.address,
+    cfg = EvolveConfig(task=TASK, budget=args.budget, workers=args.workers, ray_address=None if args.address == "local" else args.address,
                        out=None if args.resume else args.run_dir, resume=args.run_dir if args.resume else None,
                        memory_mode="off")
     t0 = time.time()
-    summary, _ = run_evolution(cfg, worker_cls=SleepyWorker)
+    try:
+        summary, _ = run_evolution(cfg, worker_cls=SleepyWorker)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return exc.exit_code
     print("SUMMARY " + json.dumps({"n_candidates": summary["n_candidates"], "finished": summary["finished"],
                                    "workers_per_node": summary["workers_per_node"],
                                    "workers_replaced": summary["workers_replaced"],

@@ -1,5 +1,6 @@
-"""Multi-node runs on Ray's own test cluster (several nodes on this machine): placement, code
-shipping, a node lost mid-run.  One cluster per module; its nodes' PYTHONPATH holds a stub
+"""Multi-node runs on Ray's own test cluster (several nodes on this machine): code shipping,
+placement, a node lost mid-run, the head lost (then a local resume that ignores the stale
+ray_current_cluster).  One cluster per module; its nodes' PYTHONPATH holds a stub
 ``kernelfoundry`` that refuses to import, so workers run only code the driver shipped."""
 
 import json
@@ -75,14 +76,6 @@ def rows(run_dir):
         db.close()
 
 
-def test_a_run_spreads_its_workers_over_three_nodes(cluster, tmp_path):
-    summary, err = finish(start_driver(cluster, tmp_path / "run", workers=6, budget=40, sleep=0.2))
-    assert summary["finished"] and summary["n_candidates"] == 40
-    per_node = summary["workers_per_node"]
-    assert len(per_node) == 3 and sorted(per_node.values()) == [2, 2, 2], per_node
-    assert "6 Ray worker(s) ready on 3 node(s)" in err
-
-
 def test_code_is_shipped_to_nodes_whose_pythonpath_lacks_the_project(cluster, tmp_path):
     env = driver_env(cluster)
     probe = ("import ray; ray.init(address=%r, log_to_driver=False)\n"
@@ -101,36 +94,72 @@ def test_code_is_shipped_to_nodes_whose_pythonpath_lacks_the_project(cluster, tm
     assert summary["n_candidates"] == 1 and summary["n_correct"] == 1, summary["gate_failures"]
 
 
-def test_a_node_lost_mid_run_costs_only_its_jobs_in_flight(cluster, tmp_path):
+def test_workers_spread_over_every_node_and_a_lost_node_costs_only_its_jobs_in_flight(cluster, tmp_path):
     doomed = cluster.add_node(num_cpus=2, env_vars=cluster.node_env)
     cluster.wait_for_nodes()
     run_dir = tmp_path / "run"
     budget = 120
     proc = start_driver(cluster, run_dir, workers=6, budget=budget, sleep=0.5)
     try:
-        label = None
-        deadline = time.time() + 120
-        while time.time() < deadline and label is None:
-            time.sleep(0.5)
-            try:
-                per_node = json.loads((run_dir / "summary.json").read_text())["workers_per_node"]
-            except (OSError, ValueError, KeyError):
-                continue
-            if (run_dir / "run.sqlite").exists() and len(rows(run_dir)) >= 15:
-                label = next((k for k in per_node if k.endswith(doomed.node_id[:8])), None)
-                assert label, f"no worker on the added node: {per_node}"
-        assert label, "the run did not get going"
+        per_node = wait_for(run_dir, 15)
+        assert len(per_node) == 4 and sum(per_node.values()) == 6, per_node      # SPREAD: every node
+        label = next(k for k in per_node if k.endswith(doomed.node_id[:8]))
         cluster.remove_node(doomed, allow_graceful=False)
-        summary, _ = finish(proc)
+        summary, err = finish(proc)
     finally:
         if proc.poll() is None:
             proc.kill()
+    assert "6 Ray worker(s) ready on 4 node(s)" in err
     assert summary["finished"] and summary["n_candidates"] == budget
-    assert summary["workers_replaced"] >= 1 and label not in summary["workers_per_node"]
-    assert sum(summary["workers_per_node"].values()) == 6
+    assert summary["workers_replaced"] == per_node[label] and label not in summary["workers_per_node"]
+    assert sum(summary["workers_per_node"].values()) == 6          # replaced on the live nodes
     stored = rows(run_dir)
     lost = [r for r in stored if r[1] == "worker"]
     assert lost and all("left the cluster" in r[2] for r in lost), lost
-    assert len(lost) <= 2 * 2                     # at most its in-flight jobs (2 workers), each once more
-    for cid, _, _, job_seed, _ in lost:           # every lost job ran again on a live node
+    assert len(lost) <= per_node[label]                 # only the jobs in flight on that node
+    for cid, _, _, job_seed, _ in lost:                 # each ran again on a live node
         assert any(r[3] == job_seed and r[0] > cid and r[1] != "worker" for r in stored), job_seed
+
+
+def test_losing_the_head_is_a_clear_error_and_the_run_resumes(cluster, tmp_path):
+    """Runs last: it takes the module's cluster down."""
+    run_dir = tmp_path / "run"
+    proc = start_driver(cluster, run_dir, workers=4, budget=200, sleep=0.3)
+    try:
+        wait_for(run_dir, 10)
+        address = cluster.address
+        cluster.remove_node(cluster.head_node, allow_graceful=False)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 2, err[-2000:]
+    assert "lost the Ray cluster at" in err and f"--resume {run_dir}" in err, err[-2000:]
+    before = rows(run_dir)
+    assert json.loads((run_dir / "summary.json").read_text())["finished"] is False
+    # The dead head's address stays in RAY_TMPDIR/ray_current_cluster: Ray alone would join it ...
+    assert (cluster.tmp / "ray" / "ray_current_cluster").read_text().strip().endswith(address.split(":")[-1])
+    plain = subprocess.run([sys.executable, "-c", "import ray; ray.init(num_cpus=1)"], cwd=cluster.tmp,
+                           env=driver_env(cluster), capture_output=True, text=True, timeout=120)
+    assert plain.returncode != 0 and "must not be provided" in plain.stderr, plain.stderr[-2000:]
+    # ... the resume without an address starts its own Ray instead, and goes on
+    resumed = subprocess.run([sys.executable, str(DRIVER), "local", str(run_dir), "--workers", "2", "--budget",
+                              str(len(before) + 6), "--sleep", "0", "--resume"], cwd=cluster.tmp,
+                             env=driver_env(cluster), capture_output=True, text=True, timeout=240)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    after = rows(run_dir)
+    assert after[:len(before)] == before and len(after) == len(before) + 6
+
+
+def wait_for(run_dir, n_stored, timeout_s=120):
+    """The run's workers per node once it has stored *n_stored* candidates."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        time.sleep(0.5)
+        try:
+            per_node = json.loads((run_dir / "summary.json").read_text())["workers_per_node"]
+            if len(rows(run_dir)) >= n_stored:
+                return per_node
+        except (OSError, ValueError, KeyError, sqlite3.Error):
+            continue
+    raise AssertionError(f"the run in {run_dir} did not get going")
