@@ -22,8 +22,11 @@ from .workers import ClusterLost, KernelWorker, WorkerPool
 __all__ = ["run_evolution", "start_ray"]
 
 
-def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, Any], Path]:
-    """Run (or resume) a search as configured by an ``EvolveConfig``; returns (summary, run_dir)."""
+def run_evolution(cfg, *, worker_cls: type = KernelWorker, stop=None) -> tuple[dict[str, Any], Path]:
+    """Run (or resume) a search as configured by an ``EvolveConfig``; returns (summary, run_dir).
+
+    *stop* (a ``threading.Event``, set by a bench running runs side by side) interrupts the run.
+    """
     from ..evolve import config_to_meta
     with contextlib.ExitStack() as cleanup:          # the store and the run's lock, on every way out
         progress = ProgressLine(cfg.budget, quiet=cfg.quiet)
@@ -112,7 +115,8 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
                              + ", ".join(f"{label} {k}" for label, k in nodes.items()))
             driver = SearchDriver(task=task, settings=SearchSettings(budget=cfg.budget, workers=n_workers,
                                                                      seed=cfg.seed, hardware=hardware,
-                                                                     strategy=cfg.strategy, max_cost=cfg.max_cost),
+                                                                     strategy=cfg.strategy, max_cost=cfg.max_cost,
+                                                                     stop=stop),
                                   store=store, run_dir=run_dir, pool=pool, progress=progress,
                                   prompt_pool=prompt_pool, llm_client=llm_client, memory=memory,
                                   archive=KernelArchive(spec_from_meta(store.get_meta("archive_spec")), seed=cfg.seed))
