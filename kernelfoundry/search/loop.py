@@ -233,8 +233,9 @@ class SearchDriver:
         return self._view(row.id, row.source, row.passed, row.gate, row.reason, row.objective,
                           row.descriptors, row.hardware)
 
-    def _view(self, cid, source, passed, gate, reason, objective, descriptors, hardware) -> ParentView:
-        cell = list(self.archive.cell_of(descriptors)) if descriptors else None
+    def _view(self, cid, source, passed, gate, reason, objective, descriptors, hardware, cell=None) -> ParentView:
+        if cell is None and descriptors:
+            cell = list(self.archive.cell_of(descriptors))
         return ParentView(id=cid, source=source or "", objective=objective, descriptors=descriptors,
                           cell=cell, passed=passed, gate=gate, feedback=reason or "", hardware=hardware or {})
 
@@ -324,7 +325,7 @@ class SearchDriver:
         self.state.note(cid, row["passed"], objective, None if foreign else row["gate"])
         if row["source"] and (row["passed"] or (row["gate"] in ("correctness", "trace", "load") and not foreign)):
             self.views[cid] = self._view(cid, row["source"], row["passed"], row["gate"], row["reason"],
-                                         objective, row.get("descriptors"), row.get("hardware"))
+                                         objective, row.get("descriptors"), row.get("hardware"), row.get("cell"))
         if self.memory is not None:
             self.memory.record(job, row)
         if self.prompt_pool is not None and job.get("prompt"):
@@ -369,7 +370,9 @@ class SearchDriver:
         if self.prompt_pool is not None:
             extra["prompts"] = self.prompt_pool.summary()
             self.store.save_prompts(self.prompt_pool.to_records())
-        extra["model_error"] = _model_error(self.task, list(self.settings.hardware))
+        if not hasattr(self, "_error_band"):          # constant for the run; the first costs seconds (imports)
+            self._error_band = _model_error(self.task, list(self.settings.hardware))
+        extra["model_error"] = self._error_band
         if self.memory is not None:
             extra["memory"] = self.memory.summary()
         extra["workers_per_node"] = self._workers_per_node()
