@@ -241,7 +241,7 @@ def main() -> None:
         print(f"{k:>10} {n:>11} {wall:>8.2f} {n / wall:>8.1f} {ms:>15.2f} {eff:>11.3f}")
     print(f"largest in-flight count measured with efficiency >= 0.9: {best if best is not None else 'none'}")
     import ray
-    ray.init(num_cpus=8, include_dashboard=False, log_to_driver=False,
+    ray.init(address="local", num_cpus=8, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
     print("\nparallel efficiency (Ray workers, proposals sleep 1 s)")
     print(f"{'workers':>8} {'candidates':>11} {'wall s':>8} {'efficiency':>11}")
