@@ -271,8 +271,10 @@ class GcsWatch:
     """Notices that the cluster's head (its GCS) is gone before Ray's own 60 s reconnect limit ends
     the process without a word: a TCP probe every ``every_s``, ClusterLost after ``grace_s`` down."""
 
-    def __init__(self, *, every_s: float = 2.0, grace_s: float = 10.0):
-        self.every_s, self.grace_s = every_s, grace_s
+    def __init__(self, *, every_s: float = 2.0, grace_s: float | None = None):
+        if grace_s is None:
+            grace_s = float(os.environ.get("KERNELFOUNDRY_HEAD_GRACE_S", "10"))
+        self.every_s, self.grace_s = min(every_s, grace_s / 2), grace_s
         try:
             host, _, port = ray.get_runtime_context().gcs_address.rpartition(":")
             self.addr: tuple[str, int] | None = (host.strip("[]"), int(port))

@@ -27,6 +27,7 @@ from kernelfoundry.search.session import run_evolution  # noqa: E402
 
 TASK = HERE.parents[1] / "experiments" / "tasks" / "relu.yaml"
 SLEEP_S = 0.0
+NEEDS = ""
 
 
 class SleepyWorker(fake_worker.FakeWorker):
@@ -35,6 +36,8 @@ class SleepyWorker(fake_worker.FakeWorker):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.sleep_s = SLEEP_S
+        if NEEDS:                            # a dependency the nodes do not have
+            __import__(NEEDS)
 
     def ping(self):
         import ray
@@ -42,7 +45,7 @@ class SleepyWorker(fake_worker.FakeWorker):
 
 
 def main() -> int:
-    global SLEEP_S
+    global SLEEP_S, NEEDS
     p = argparse.ArgumentParser()
     p.add_argument("address", help="the cluster's address, or 'local' for a local Ray")
     p.add_argument("run_dir", type=Path)
@@ -50,8 +53,9 @@ def main() -> int:
     p.add_argument("--budget", type=int, required=True)
     p.add_argument("--sleep", type=float, default=0.2)
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--needs", default="", help="a module every worker imports when it starts")
     args = p.parse_args()
-    SLEEP_S = args.sleep
+    SLEEP_S, NEEDS = args.sleep, args.needs
     cfg = EvolveConfig(task=TASK, budget=args.budget, workers=args.workers, ray_address=None if args.address == "local" else args.address,
                        out=None if args.resume else args.run_dir, resume=args.run_dir if args.resume else None,
                        memory_mode="off")

@@ -51,7 +51,8 @@ def cluster():
 
 def driver_env(cluster):
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")}
-    env.update(PYTHONPATH=str(REPO), RAY_TMPDIR=str(cluster.tmp), RAY_DEDUP_LOGS="0")
+    env.update(PYTHONPATH=str(REPO), RAY_TMPDIR=str(cluster.tmp), RAY_DEDUP_LOGS="0",
+               KERNELFOUNDRY_HEAD_GRACE_S="4")
     return env
 
 
@@ -94,12 +95,20 @@ def test_code_is_shipped_to_nodes_whose_pythonpath_lacks_the_project(cluster, tm
     assert summary["n_candidates"] == 1 and summary["n_correct"] == 1, summary["gate_failures"]
 
 
+def test_a_node_without_a_dependency_is_named(cluster, tmp_path):
+    done = subprocess.run([sys.executable, str(DRIVER), cluster.address, str(tmp_path / "run"), "--workers", "2",
+                           "--budget", "4", "--needs", "kf_absent_dependency"], cwd=cluster.tmp,
+                          env=driver_env(cluster), capture_output=True, text=True, timeout=240)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "A node lacks a dependency (No module named 'kf_absent_dependency')" in done.stderr, done.stderr[-3000:]
+
+
 def test_workers_spread_over_every_node_and_a_lost_node_costs_only_its_jobs_in_flight(cluster, tmp_path):
     doomed = cluster.add_node(num_cpus=2, env_vars=cluster.node_env)
     cluster.wait_for_nodes()
     run_dir = tmp_path / "run"
-    budget = 120
-    proc = start_driver(cluster, run_dir, workers=6, budget=budget, sleep=0.5)
+    budget = 100
+    proc = start_driver(cluster, run_dir, workers=6, budget=budget, sleep=0.3)
     try:
         per_node = wait_for(run_dir, 15)
         assert len(per_node) == 4 and sum(per_node.values()) == 6, per_node      # SPREAD: every node
@@ -133,6 +142,8 @@ def test_losing_the_head_is_a_clear_error_and_the_run_resumes(cluster, tmp_path)
     finally:
         if proc.poll() is None:
             proc.kill()
+    for node in list(cluster.worker_nodes):     # headless nodes only wait for Ray's 60 s limit: free the CPUs
+        cluster.remove_node(node, allow_graceful=False)
     assert proc.returncode == 2, err[-2000:]
     assert "lost the Ray cluster at" in err and f"--resume {run_dir}" in err, err[-2000:]
     before = rows(run_dir)
