@@ -61,23 +61,21 @@ class ProgramEvents:
         self.pid = pid
         self.accesses: list[tuple[int, int, int, int, int, int]] = []   # kind, tensor, site, trip, elems, n_sectors
         self.sectors: list[np.ndarray] = []
+        self.on_plan: list[bool] = []           # per access row: on the sparse plan (off it: a dense run's extra trip)
         self.dots: list[list[Any]] = []
         self.ops: dict[tuple[int, int], float] = {}
         self.max_block = 0
 
 
-_NO_SECTORS = np.zeros(0, dtype=np.int64)
-
-
-def first_sectors(accesses: np.ndarray, sectors: list[np.ndarray]) -> dict[tuple[int, int], int]:
-    """(tensor, load site) -> the lowest sector of that site's first load in one program (*sectors*:
-    one array per access row, empty for rows without addresses)."""
-    if len(sectors) != len(accesses):
+def first_sectors(accesses: np.ndarray, sectors: list[np.ndarray], on_plan: list[bool]) -> dict[tuple[int, int], int]:
+    """(tensor, load site) -> the lowest sector of that site's first load on the sparse plan in one
+    program (*sectors*: one array per access row; *on_plan*: whether the row is on the sparse plan)."""
+    if not len(sectors) == len(on_plan) == len(accesses):
         raise ValueError(f"{len(accesses)} access rows but {len(sectors)} sector lists")
     firsts: dict[tuple[int, int], int] = {}
-    for row, secs in zip(accesses.tolist(), sectors):
+    for row, secs, on in zip(accesses.tolist(), sectors, on_plan):
         key = (row[1], row[2])
-        if row[0] != KINDS["store"] and key not in firsts and secs.size:
+        if on and row[0] != KINDS["store"] and key not in firsts and secs.size:
             firsts[key] = int(secs[0])
     return firsts
 
@@ -211,7 +209,7 @@ class TraceSession(Session):
         return {"pid": ev.pid, "max_block": ev.max_block, "_raw": (accesses, sectors), "dots": ev.dots, "ops": ops,
                 "execs": [[e.loop, e.kind, e.n, e.parent, e.plan, e.sparse] for e in CONTROL.execs],
                 "trips": [list(t) for t in CONTROL.trips[1:]],
-                "_firsts": first_sectors(accesses, ev.sectors)}
+                "_firsts": first_sectors(accesses, ev.sectors, ev.on_plan)}
 
     def _wave(self, ctx: LaunchContext) -> dict[str, Any]:
         self._wave_rows = []
@@ -252,12 +250,11 @@ class TraceSession(Session):
         ev = self._program
         ev.max_block = max(ev.max_block, block_elems)
         trip = CONTROL.current_trip
-        if CONTROL.off_sparse_plan:         # a dense program's extra trips: element counts only
-            for tensor, addrs in parts:     # (an empty sector list keeps ev.sectors aligned with ev.accesses)
-                ev.accesses.append((KINDS[kind], self._tensor_index[tensor.name], site, trip, int(addrs.size), 0))
-                ev.sectors.append(_NO_SECTORS)
-            return
+        # a dense run's extra trips count fully too (distinct sectors: re-reads between passes that the
+        # sparse trips cannot pair up), but anchor nothing: the other programs did not run them
+        on_plan = not CONTROL.off_sparse_plan
         for tensor, addrs in parts:
+            ev.on_plan.append(on_plan)
             sectors = np.unique((addrs - tensor.data_ptr) >> 5)
             ev.accesses.append((KINDS[kind], self._tensor_index[tensor.name], site, trip, int(addrs.size),
                                 int(sectors.size)))

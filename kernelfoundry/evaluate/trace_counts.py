@@ -23,7 +23,8 @@ import numpy as np
 
 from .channel import BlobReader, ChannelError
 from .records import ConfigTrace, LaunchTrace, TensorTraffic
-from .trip_witness import WORK_KINDS, WitnessError, trip_weights
+from .sample_spread import GROUPS, sample_groups, upper_margin
+from .trip_witness import WORK_KINDS, WitnessError, parse_loops, trip_weights
 
 SECTOR_BYTES = 32
 #: A sparse estimate within this fraction of the dense count is the count (float rounding only).
@@ -112,8 +113,9 @@ class ProgramCounts:
 
 def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: BlobReader,
                   sparse_view: bool = False) -> ProgramCounts:
-    """Weighted counts of one sampled program from its raw events (*sparse_view*: the dense program
-    counted from its sparse-plan trips only, as the other programs were)."""
+    """Weighted counts of one sampled program from its raw events (*sparse_view*: a dense program
+    counted from its sparse-plan trips only, as the other programs were; otherwise the work of
+    densely sampled long loops is counted at an upper bound, :mod:`sample_spread`)."""
     n_tensors = len(tensors)
     counts = ProgramCounts(n_tensors)
     accesses = blob.get(record["accesses"]).reshape(-1, 6) if record.get("accesses") else np.zeros((0, 6))
@@ -127,6 +129,12 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
                                                   on_witness=counts.witnessed.append, sparse_view=sparse_view)
     except WitnessError as exc:
         raise MalformedTrace(str(exc)) from None
+    # a dense count of a long loop is a sample: its work per sample group, for an upper bound (sample_spread)
+    labels, sizes = sample_groups(*parse_loops(record.get("execs", []), trips)) if not sparse_view else (None, None)
+    grouped = sizes is not None and sizes.sum() > 0
+    g_bytes = np.zeros((GROUPS + 1, n_tensors, 2)) if grouped else None
+    g_dots: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(GROUPS + 1))
+    g_ops = {k: np.zeros(GROUPS + 1) for k in OP_KINDS}
     seen: list[tuple[set[int], set[int]]] = [(set(), set()) for _ in range(n_tensors)]
     first_seen: set[tuple[int, int]] = set()
     cursor = 0
@@ -149,6 +157,8 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
             bucket.update(chunk)
             new = len(bucket) - before
             row[_STORE_BYTES if is_store else _LOAD_BYTES] += elems * elem_bytes * w
+            if grouped:
+                g_bytes[labels[trip], tensor, int(is_store)] += elems * elem_bytes * w
             row[_STORE_SECTORS if is_store else _LOAD_SECTORS] += n_sec * w
             row[_UNIQUE_STORE if is_store else _UNIQUE_LOAD] += new * SECTOR_BYTES * w
     for dot in record.get("dots", []):
@@ -163,12 +173,24 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
             counts.ops["elementwise"] += flops
         else:
             counts.dot_flops[scored] += flops * (3.0 if scored == "fp32" and precision == "tf32x3" else 1.0)
+            if grouped:
+                g_dots[scored][labels[trip]] += flops * (3.0 if scored == "fp32" and precision == "tf32x3" else 1.0)
         counts.dot_shapes.add((m, n, k, scored))
         if loaded_rank > 0 or str(dtype) not in DTYPE_RANK:    # operands fed from memory (ints: untagged)
             counts.dot_trip_bytes[trip] += operand_bytes       # what a pipeline stage holds
     for trip, kind, amount in record.get("ops", []):
         _require(isinstance(trip, int) and 0 <= trip < len(weights) and kind in (0, 1, 2), "an op record is malformed")
         counts.ops[OP_KINDS[kind]] += float(amount) * weights[trip]
+        if grouped:
+            g_ops[OP_KINDS[kind]][labels[trip]] += float(amount) * weights[trip]
+    if grouped:                         # the upper bound of what the samples stand for
+        margin = upper_margin(g_bytes, sizes)
+        counts.traffic[:, _LOAD_BYTES] += margin[:, 0]
+        counts.traffic[:, _STORE_BYTES] += margin[:, 1]
+        for dtype, per in g_dots.items():
+            counts.dot_flops[dtype] += float(upper_margin(per[:, None], sizes)[0])
+        for kind, per in g_ops.items():
+            counts.ops[kind] += float(upper_margin(per[:, None], sizes)[0])
     counts.max_block = int(record.get("max_block", 0))
     for tensor, (loaded, _stored) in enumerate(seen):
         if loaded:
@@ -183,18 +205,19 @@ class DenseLift:
     each count (load and store bytes per tensor, dot flops per dtype, op elements per kind) its full
     count *d* is set against its sparse-view estimate *s*, and the program's count is scaled by
     ``d / s`` (or raised by *d* where ``s`` is 0): the sparse samples missed work that sits on
-    unsampled trips (work on rare trips, say), or over-weighted a heavy sampled trip.  A tensor's
-    sectors and distinct bytes (known from the sparse trips only) follow its bytes.  An honest loop
-    whose trips do equal work has ``s == d``: nothing changes.
+    unsampled trips (work on rare trips, say), or over-weighted a heavy sampled trip.  Bytes,
+    sectors and distinct bytes of each tensor each have their own count (a dense run records sectors
+    on every trip).  An honest loop whose trips do equal work has ``s == d``: nothing changes.
     """
 
-    BYTE_COLUMNS = ((_LOAD_BYTES, _LOAD_SECTORS, _UNIQUE_LOAD), (_STORE_BYTES, _STORE_SECTORS, _UNIQUE_STORE))
+    COLUMNS = (_LOAD_BYTES, _LOAD_SECTORS, _UNIQUE_LOAD, _STORE_BYTES, _STORE_SECTORS, _UNIQUE_STORE)
 
     def __init__(self, full: ProgramCounts, sparse: ProgramCounts):
-        # (multiplier or 0.0 to add, the full count) per count, decided once from the dense program
-        self.traffic = [(i, cols, factor, full.traffic[i, cols[0]])
-                        for i in range(full.traffic.shape[0]) for cols in self.BYTE_COLUMNS
-                        for factor in [self._factor(full.traffic[i, cols[0]], sparse.traffic[i, cols[0]])]
+        # (multiplier or 0.0 to add, the full count) per count, decided once from the dense program; the
+        # dense run records sectors on every trip, so distinct bytes and sectors have counts of their own
+        self.traffic = [(i, col, factor, full.traffic[i, col])
+                        for i in range(full.traffic.shape[0]) for col in self.COLUMNS
+                        for factor in [self._factor(full.traffic[i, col], sparse.traffic[i, col])]
                         if factor is not None]
         self.dots = {d: (f, v) for d, v in full.dot_flops.items()
                      for f in [self._factor(v, sparse.dot_flops.get(d, 0.0))] if f is not None}
@@ -213,14 +236,8 @@ class DenseLift:
         return d / s if s > 0 else 0.0
 
     def apply(self, counts: ProgramCounts) -> None:
-        for i, (nbytes, sectors, unique), factor, full in self.traffic:
-            row = counts.traffic[i]
-            if factor:
-                row[[nbytes, sectors, unique]] *= factor
-            else:
-                row[nbytes] += full
-                row[sectors] += full / SECTOR_BYTES
-                row[unique] += full
+        for i, col, factor, full in self.traffic:
+            counts.traffic[i, col] = counts.traffic[i, col] * factor if factor else counts.traffic[i, col] + full
         for dtype, (factor, full) in self.dots.items():
             old = counts.dot_flops.get(dtype, 0.0)
             counts.dot_flops[dtype] = old * factor if factor else old + full

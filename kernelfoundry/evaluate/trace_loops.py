@@ -28,8 +28,8 @@ Every sampled program is also *dense*: its loops run every trip (up to
 :data:`DENSE_TRIPS` per loop for the launch's lead program, :data:`DENSE_TRIPS_OTHERS`
 for the others, a random sample of that many beyond; at most :data:`BUDGET_LOOPS` times
 that per loop site and program, so nested loops cannot use up the budget of the loops
-after them).  Addresses are recorded on the sparse plan's trips and element counts on
-the others, so the judge sees what the sparse samples missed (work that sits on rare
+after them).  Every trip records its counts and sectors; the sparse plan's trips alone
+anchor footprints (the other programs ran only those), so the judge sees what the sparse samples missed (work that sits on rare
 trips) and corrects the program's estimate (``trace_counts``): by the lead's count where
 the program's sparse view is the lead's, by its own otherwise, so work put only in some
 programs (odd rows, say) cannot hide behind a lighter one.
@@ -134,8 +134,8 @@ class LoopControl:
 
     @property
     def off_sparse_plan(self) -> bool:
-        """A dense program is in a trip off the sparse plan (the judge needs its counts, not its
-        addresses)."""
+        """A dense program is in a trip off the sparse plan (counted, but no anchor: the other
+        programs did not run it)."""
         return self.dense and not self.trip_sparse[self.stack[-1]]
 
     def iterate(self, iterable: Any, loop: str):
