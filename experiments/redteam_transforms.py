@@ -439,11 +439,9 @@ def t_contiguous_copy(source: str, task: Task) -> str:
 RARE_GROUP = 32
 
 
-def t_rare_heavy_trips(source: str, task: Task) -> str:
-    """Store-free innermost range loops of launched kernels (a K loop, a row-reduction pass) do
-    nothing on most trips: the last trip of every group of 32 (and the loop's last trip, for the
-    remainder) redoes the group's trips in an inner loop.  Same work in the same order, on one
-    trip in 32: the trace's first trips and witness are idle, its middle samples rarely heavy."""
+def _rare_trips(source: str, parity: bool) -> str:
+    """The store-free innermost range loops of launched kernels, rewritten to idle except on one trip
+    in :data:`RARE_GROUP` (*parity*: in odd programs only; even programs keep the loop as it was)."""
     mod = Module(source)
     count = 0
     for fn in mod.launched():
@@ -460,12 +458,30 @@ def t_rare_heavy_trips(source: str, task: Task) -> str:
                        f"        for {j} in range({t} // {g} * {g}, {t} + 1):\n"
                        f"            {v} = {start} + {j} * {step}\n")
             heavy = new[1].body[0].body[0]
-            heavy.body += loop.body
+            heavy.body += copy.deepcopy(loop.body)
+            if parity:
+                branch = stmt(f"if {mod.tl}.program_id(0) % 2 == 1:\n    pass\nelse:\n    pass\n")[0]
+                branch.body, branch.orelse = new, [loop]
+                new = [branch]
             replace_in_parent(fn, loop, new)
             count += 1
     if not count:
         raise NotApplicable("no store-free innermost range loops")
     return mod.source()
+
+
+def t_rare_heavy_trips(source: str, task: Task) -> str:
+    """Store-free innermost range loops of launched kernels (a K loop, a row-reduction pass) do
+    nothing on most trips: the last trip of every group of 32 (and the loop's last trip, for the
+    remainder) redoes the group's trips in an inner loop.  Same work in the same order, on one
+    trip in 32: the trace's first trips and witness are idle, its middle samples rarely heavy."""
+    return _rare_trips(source, parity=False)
+
+
+def t_parity_rare_trips(source: str, task: Task) -> str:
+    """:func:`t_rare_heavy_trips` in odd programs only, the honest loop in even ones: a count taken
+    densely from one program and applied to the others is right or wrong by the program's parity."""
+    return _rare_trips(source, parity=True)
 
 
 class _ScratchLoads(ast.NodeTransformer):
@@ -604,6 +620,8 @@ TRANSFORMS: dict[str, Transform] = {t.name: t for t in [
     Transform("contiguous_copy", "wrong", "the first input copied with .contiguous()", t_contiguous_copy),
     Transform("rare_heavy_trips", "inflate", f"store-free loops idle except one trip in {RARE_GROUP} that runs its group",
               t_rare_heavy_trips),
+    Transform("parity_rare_trips", "inflate", "rare_heavy_trips in odd programs only, the loop unchanged in even ones",
+              t_parity_rare_trips),
     Transform("fp16_scratch_launder", "inflate", "a third of the fp32 dot trips read fp16 scratch copies of the inputs"
               " (baseline: the same, cast back to fp32 before the dot)", t_fp16_scratch_launder,
               baseline=lambda s, task: t_fp16_scratch_launder(s, task, honest=True)),

@@ -91,7 +91,7 @@ def load_suite(path: str | Path) -> Suite:
 
 def run_one(task_path: Path, method: str, seed: int, *, budget: int, workers: int, models: list[str],
             run_dir: Path, verdict_cache: Path | None = None, memory: Path | None = None,
-            memory_mode: str = "off") -> dict[str, Any]:
+            memory_mode: str = "off", stop=None) -> dict[str, Any]:
     """One evolve run (resumed if a previous bench left it unfinished); returns its result row.
 
     A run that already reached the budget, or stopped early by itself (``stop_reason``), is
@@ -109,7 +109,7 @@ def run_one(task_path: Path, method: str, seed: int, *, budget: int, workers: in
                        out=None if resume else run_dir, resume=resume, models=list(models), strategy=strategy,
                        prompt_evolution=prompts, tuning=tuning, quiet=True, verdict_cache=verdict_cache,
                        memory=memory, memory_mode=memory_mode if memory is not None else "off")
-    summary, _ = run_evolution(cfg)
+    summary, _ = run_evolution(cfg, stop=stop)
     return row_from_run(run_dir, method=method, seed=seed, summary=summary,
                         seconds=float(summary.get("wall_seconds", 0.0)))
 
@@ -227,7 +227,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=int, help="candidates per run (default: the suite's budget, else 50)")
     p.add_argument("--seeds", default="0", help="comma-separated seeds, e.g. 0,1,2")
     p.add_argument("--out", type=Path, help="output directory (default: archives/bench/<suite>-<UTC time>)")
-    p.add_argument("--workers", type=int, default=0, help="Ray workers per run (0 = one per CPU)")
+    p.add_argument("--workers", type=int, default=0,
+                   help="Ray workers per run (0 = one per CPU of this machine)")
+    p.add_argument("--ray-address", help="a Ray cluster to run on (default: $RAY_ADDRESS, else a local Ray); "
+                                         "see docs/cluster.md")
+    p.add_argument("--parallel", type=int, default=0,
+                   help="runs at once (0 = as many as the cluster's CPUs hold at --workers each; 1 locally)")
     p.add_argument("--model", action="append", default=[], dest="models", help="litellm model(s) for LLM runs")
     p.add_argument("--memory-mode", choices=MEMORY_MODES, default="cold",
                    help="cold: no run uses the experience memory; shared: all runs read and write --memory; "
@@ -287,34 +292,7 @@ def _run(args) -> int:
     if args.report_only:
         return _report_only(out, suite, tasks, plan, methods, seeds, budget)
     out.mkdir(parents=True, exist_ok=True)
-    from .search.session import start_ray
-    started_ray = start_ray(workers=args.workers)
-    rows: list[dict[str, Any]] = []
-    failed: list[str] = []
-    started = time.time()
-    try:
-        for i, run in enumerate(plan):
-            run_dir = run_dir_of(out, run.task.name, run.method, run.seed)
-            head = f"[{i + 1}/{len(plan)}] {run.task.name:<22} {run.method:<22} seed {run.seed}:"
-            try:
-                if run.loo_source is not None and not run_dir.exists():
-                    copy_memory_without(run.loo_source, run.memory, run.task.name)
-                row = run_one(run.path, run.method, run.seed, budget=budget, workers=args.workers,
-                              models=args.models, run_dir=run_dir, memory=run.memory, memory_mode=run.memory_mode,
-                              verdict_cache=None if args.no_verdict_cache else out / "verdicts.sqlite")
-            except UserError as exc:          # this run cannot go on; the others can
-                failed.append(f"{run.task.name}/{run.method}/seed{run.seed} failed: {exc}")
-                print(f"{head} FAILED: {exc}", flush=True)
-                continue
-            rows.append(row)
-            best = row["best_objective"]
-            print(f"{head} best {'-' if best is None else f'{best:.3f}x'}  QD {row['qd_score']:.2f}  "
-                  f"{row['seconds']:.0f}s  (elapsed {time.time() - started:.0f}s)", flush=True)
-            bench_report.write_csv(out / "results.csv", rows)
-    finally:
-        if started_ray:
-            import ray
-            ray.shutdown()
+    rows, failed = _run_plan(args, out, plan, budget)
     if not rows:
         raise UserError(f"no run of the bench finished; {len(failed)} failed:\n  " + "\n  ".join(failed))
     report = bench_report.write_report(out, rows, suite=suite.name, budget=budget, methods=methods, seeds=seeds,
@@ -326,6 +304,62 @@ def _run(args) -> int:
               + "\n  ".join(failed), file=sys.stderr)
         return 1
     return 0
+
+
+def _run_plan(args, out: Path, plan: list["PlannedRun"], budget: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """Run the plan, several runs at once on a cluster (bench_parallel.py); (rows in plan order, failures)."""
+    import threading
+
+    from . import bench_report
+    from .bench_parallel import default_parallel, run_all, workers_per_run
+    from .search.cluster import cluster_cpus, resolve_address, start_ray
+    if args.parallel < 0 or args.workers < 0:
+        raise UserError("--parallel and --workers must be 0 (auto) or positive.")
+    workers = workers_per_run(args.workers)
+    started_ray = start_ray(workers=workers, address=args.ray_address)
+    done: dict[int, dict[str, Any]] = {}
+    failed: list[str] = []
+    lock = threading.Lock()
+    started = time.time()
+
+    def one(i: int, run: PlannedRun, stop) -> None:
+        run_dir = run_dir_of(out, run.task.name, run.method, run.seed)
+        head = f"[{i + 1}/{len(plan)}] {run.task.name:<22} {run.method:<22} seed {run.seed}:"
+        try:
+            if run.loo_source is not None and not run_dir.exists():
+                copy_memory_without(run.loo_source, run.memory, run.task.name)
+            row = run_one(run.path, run.method, run.seed, budget=budget, workers=workers, models=args.models,
+                          run_dir=run_dir, memory=run.memory, memory_mode=run.memory_mode, stop=stop,
+                          verdict_cache=None if args.no_verdict_cache else out / "verdicts.sqlite")
+        except UserError as exc:          # this run cannot go on; the others can
+            with lock:
+                failed.append(f"{run.task.name}/{run.method}/seed{run.seed} failed: {exc}")
+                print(f"{head} FAILED: {exc}", flush=True)
+            return
+        best = row["best_objective"]
+        with lock:
+            done[i] = row
+            print(f"{head} best {'-' if best is None else f'{best:.3f}x'}  QD {row['qd_score']:.2f}  "
+                  f"{row['seconds']:.0f}s  (elapsed {time.time() - started:.0f}s)", flush=True)
+            bench_report.write_csv(out / "results.csv", [done[k] for k in sorted(done)])
+
+    try:
+        on_cluster = resolve_address(args.ray_address) is not None
+        parallel = args.parallel or (default_parallel(workers, cluster_cpus()) if on_cluster else 1)
+        if parallel > 1:
+            print(f"{len(plan)} runs, {parallel} at a time, {workers} workers each, on {cluster_cpus():g} CPUs",
+                  flush=True)
+        run_all(plan, one, parallel=parallel)
+    except KeyboardInterrupt:
+        err = UserError(f"interrupted: every finished candidate is stored; run the same command with --out {out} "
+                        "to finish the bench.")
+        err.exit_code = 130
+        raise err from None
+    finally:
+        if started_ray:
+            import ray
+            ray.shutdown()
+    return [done[k] for k in sorted(done)], failed
 
 
 def _report_only(out: Path, suite: Suite, tasks: list, plan: list["PlannedRun"], methods: list[str],

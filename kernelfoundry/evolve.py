@@ -27,7 +27,7 @@ class EvolveConfig:
 
     task: Path | None = None
     budget: int = DEFAULT_BUDGET
-    workers: int = 0                       # 0: one per CPU of the local machine (at least 1)
+    workers: int = 0                       # 0: one per CPU of the local machine or of the cluster
     seed: int = 0
     out: Path | None = None
     resume: Path | None = None
@@ -64,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with a KernelBench PROBLEM.py: start from this kernel instead of the generated one")
     p.add_argument("--budget", type=int, default=DEFAULT_BUDGET,
                    help="total candidates to evaluate, seeds included (with --resume: the new total)")
-    p.add_argument("--workers", type=int, default=0, help="Ray workers (jobs in flight); 0 = one per local CPU")
+    p.add_argument("--workers", type=int, default=0,
+                   help="Ray workers (jobs in flight); 0 = one per CPU of this machine, or of the cluster")
     p.add_argument("--seed", type=int, default=0, help="random seed of selection and mutation")
     p.add_argument("--out", type=Path, help="run directory to create (default: archives/<task>/<UTC time>)")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR",
@@ -78,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "default: the task's models, else the built-in offline mutator")
     p.add_argument("--prompts", type=Path, dest="prompt_dir", metavar="DIR",
                    help="your own prompt templates (*.j2) and/or variants.yaml; the rest come from prompts/")
-    p.add_argument("--ray-address", help="address of a running Ray cluster (default: start Ray locally)")
+    p.add_argument("--ray-address", help="address of a running Ray cluster, HOST:PORT (default: $RAY_ADDRESS, "
+                                         "else a private local Ray); see docs/cluster.md")
     p.add_argument("--strategy", choices=("map-elites", "greedy", "random"), default="map-elites",
                    help="parent selection: MAP-Elites, greedy refinement of the best, or mutations of the seeds")
     p.add_argument("--no-prompt-evolution", dest="prompt_evolution", action="store_false",

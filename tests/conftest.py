@@ -13,7 +13,7 @@ os.environ["KERNELFOUNDRY_MEMORY"] = "off"
 def ray_local():
     import ray
     if not ray.is_initialized():
-        ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False,
+        ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False,
                  runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(
                      [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                       os.path.join(os.path.dirname(os.path.abspath(__file__)), "search")])}})

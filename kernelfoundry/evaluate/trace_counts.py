@@ -23,9 +23,12 @@ import numpy as np
 
 from .channel import BlobReader, ChannelError
 from .records import ConfigTrace, LaunchTrace, TensorTraffic
-from .trip_witness import LIGHTER, WORK_KINDS, WitnessError, trip_weights
+from .sample_spread import GROUPS, sample_groups, upper_margin
+from .trip_witness import WORK_KINDS, WitnessError, parse_loops, trip_weights
 
 SECTOR_BYTES = 32
+#: A sparse estimate within this fraction of the dense count is the count (float rounding only).
+EXACT = 1e-9
 _LOAD_BYTES, _STORE_BYTES, _LOAD_SECTORS, _STORE_SECTORS, _UNIQUE_LOAD, _UNIQUE_STORE = range(6)
 RANK_DTYPE = {1: "fp8", 2: "fp16", 3: "fp32", 4: "fp64"}
 DTYPE_RANK = {"fp8e4nv": 1, "fp8e5": 1, "fp8e4b15": 1, "fp8e4b8": 1, "fp8e5b16": 1, "fp16": 2, "bf16": 2,
@@ -98,6 +101,7 @@ class ProgramCounts:
         self.witnessed: list[str] = []          # loops whose middle samples the witness trip replaced
         self.firsts: dict[int, list[tuple[int, int]]] = defaultdict(list)   # tensor -> (site, first sector)
         self.signatures: dict[int, int] = {}    # tensor -> hash of every sector the program loaded from it
+        self.run_kind = "sparse"                # programs are compared for anchors within one run kind
 
     @property
     def total_bytes(self) -> float:
@@ -109,8 +113,9 @@ class ProgramCounts:
 
 def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: BlobReader,
                   sparse_view: bool = False) -> ProgramCounts:
-    """Weighted counts of one sampled program from its raw events (*sparse_view*: the dense program
-    counted from its sparse-plan trips only, as the other programs were)."""
+    """Weighted counts of one sampled program from its raw events (*sparse_view*: a dense program
+    counted from its sparse-plan trips only, as the other programs were; otherwise the work of
+    densely sampled long loops is counted at an upper bound, :mod:`sample_spread`)."""
     n_tensors = len(tensors)
     counts = ProgramCounts(n_tensors)
     accesses = blob.get(record["accesses"]).reshape(-1, 6) if record.get("accesses") else np.zeros((0, 6))
@@ -124,6 +129,12 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
                                                   on_witness=counts.witnessed.append, sparse_view=sparse_view)
     except WitnessError as exc:
         raise MalformedTrace(str(exc)) from None
+    # a dense count of a long loop is a sample: its work per sample group, for an upper bound (sample_spread)
+    labels, sizes = sample_groups(*parse_loops(record.get("execs", []), trips)) if not sparse_view else (None, None)
+    grouped = sizes is not None and sizes.sum() > 0
+    g_bytes = np.zeros((GROUPS + 1, n_tensors, 2)) if grouped else None
+    g_dots: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(GROUPS + 1))
+    g_ops = {k: np.zeros(GROUPS + 1) for k in OP_KINDS}
     seen: list[tuple[set[int], set[int]]] = [(set(), set()) for _ in range(n_tensors)]
     first_seen: set[tuple[int, int]] = set()
     cursor = 0
@@ -146,6 +157,8 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
             bucket.update(chunk)
             new = len(bucket) - before
             row[_STORE_BYTES if is_store else _LOAD_BYTES] += elems * elem_bytes * w
+            if grouped:
+                g_bytes[labels[trip], tensor, int(is_store)] += elems * elem_bytes * w
             row[_STORE_SECTORS if is_store else _LOAD_SECTORS] += n_sec * w
             row[_UNIQUE_STORE if is_store else _UNIQUE_LOAD] += new * SECTOR_BYTES * w
     for dot in record.get("dots", []):
@@ -160,12 +173,24 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
             counts.ops["elementwise"] += flops
         else:
             counts.dot_flops[scored] += flops * (3.0 if scored == "fp32" and precision == "tf32x3" else 1.0)
+            if grouped:
+                g_dots[scored][labels[trip]] += flops * (3.0 if scored == "fp32" and precision == "tf32x3" else 1.0)
         counts.dot_shapes.add((m, n, k, scored))
         if loaded_rank > 0 or str(dtype) not in DTYPE_RANK:    # operands fed from memory (ints: untagged)
             counts.dot_trip_bytes[trip] += operand_bytes       # what a pipeline stage holds
     for trip, kind, amount in record.get("ops", []):
         _require(isinstance(trip, int) and 0 <= trip < len(weights) and kind in (0, 1, 2), "an op record is malformed")
         counts.ops[OP_KINDS[kind]] += float(amount) * weights[trip]
+        if grouped:
+            g_ops[OP_KINDS[kind]][labels[trip]] += float(amount) * weights[trip]
+    if grouped:                         # the upper bound of what the samples stand for
+        margin = upper_margin(g_bytes, sizes)
+        counts.traffic[:, _LOAD_BYTES] += margin[:, 0]
+        counts.traffic[:, _STORE_BYTES] += margin[:, 1]
+        for dtype, per in g_dots.items():
+            counts.dot_flops[dtype] += float(upper_margin(per[:, None], sizes)[0])
+        for kind, per in g_ops.items():
+            counts.ops[kind] += float(upper_margin(per[:, None], sizes)[0])
     counts.max_block = int(record.get("max_block", 0))
     for tensor, (loaded, _stored) in enumerate(seen):
         if loaded:
@@ -174,23 +199,25 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
 
 
 class DenseLift:
-    """What the sparse loop samples missed in the launch's dense program, applied to every program.
+    """What a program's sparse loop samples missed, from its own dense run.
 
-    The dense program records element counts (not addresses) in the trips the others skipped.  For
+    A dense program records element counts (not addresses) in the trips off the sparse plan.  For
     each count (load and store bytes per tensor, dot flops per dtype, op elements per kind) its full
-    count *d* is set against its sparse-view estimate *s*.  Where ``s < LIGHTER * d`` the sparse
-    samples missed work that sits on unsampled trips (work on rare trips, say), and every program's
-    count is scaled by ``d / s`` (or raised by *d* where ``s`` is 0); a tensor's sectors and distinct
-    bytes follow its bytes.  An honest loop whose trips do equal work has ``s == d``: nothing changes.
+    count *d* is set against its sparse-view estimate *s*, and the program's count is scaled by
+    ``d / s`` (or raised by *d* where ``s`` is 0): the sparse samples missed work that sits on
+    unsampled trips (work on rare trips, say), or over-weighted a heavy sampled trip.  Bytes,
+    sectors and distinct bytes of each tensor each have their own count (a dense run records sectors
+    on every trip).  An honest loop whose trips do equal work has ``s == d``: nothing changes.
     """
 
-    BYTE_COLUMNS = ((_LOAD_BYTES, _LOAD_SECTORS, _UNIQUE_LOAD), (_STORE_BYTES, _STORE_SECTORS, _UNIQUE_STORE))
+    COLUMNS = (_LOAD_BYTES, _LOAD_SECTORS, _UNIQUE_LOAD, _STORE_BYTES, _STORE_SECTORS, _UNIQUE_STORE)
 
     def __init__(self, full: ProgramCounts, sparse: ProgramCounts):
-        # (multiplier or 0.0 to add, the full count) per count, decided once from the dense program
-        self.traffic = [(i, cols, factor, full.traffic[i, cols[0]])
-                        for i in range(full.traffic.shape[0]) for cols in self.BYTE_COLUMNS
-                        for factor in [self._factor(full.traffic[i, cols[0]], sparse.traffic[i, cols[0]])]
+        # (multiplier or 0.0 to add, the full count) per count, decided once from the dense program; the
+        # dense run records sectors on every trip, so distinct bytes and sectors have counts of their own
+        self.traffic = [(i, col, factor, full.traffic[i, col])
+                        for i in range(full.traffic.shape[0]) for col in self.COLUMNS
+                        for factor in [self._factor(full.traffic[i, col], sparse.traffic[i, col])]
                         if factor is not None]
         self.dots = {d: (f, v) for d, v in full.dot_flops.items()
                      for f in [self._factor(v, sparse.dot_flops.get(d, 0.0))] if f is not None}
@@ -204,19 +231,13 @@ class DenseLift:
     @staticmethod
     def _factor(d: float, s: float) -> float | None:
         """Multiplier for a count whose full value is *d* and sparse estimate *s* (0.0: add *d*)."""
-        if d <= 0 or s >= LIGHTER * d:
+        if d <= 0 or abs(s - d) <= EXACT * d:
             return None
         return d / s if s > 0 else 0.0
 
     def apply(self, counts: ProgramCounts) -> None:
-        for i, (nbytes, sectors, unique), factor, full in self.traffic:
-            row = counts.traffic[i]
-            if factor:
-                row[[nbytes, sectors, unique]] *= factor
-            else:
-                row[nbytes] += full
-                row[sectors] += full / SECTOR_BYTES
-                row[unique] += full
+        for i, col, factor, full in self.traffic:
+            counts.traffic[i, col] = counts.traffic[i, col] * factor if factor else counts.traffic[i, col] + full
         for dtype, (factor, full) in self.dots.items():
             old = counts.dot_flops.get(dtype, 0.0)
             counts.dot_flops[dtype] = old * factor if factor else old + full
@@ -224,17 +245,27 @@ class DenseLift:
             counts.ops[kind] = counts.ops[kind] * factor if factor else counts.ops[kind] + full
 
 
+def same_counts(a: ProgramCounts, b: ProgramCounts) -> bool:
+    """Whether two programs' counts agree (bytes, sectors, dot flops, ops) up to float rounding."""
+    def close(x, y):
+        return abs(x - y) <= EXACT * max(abs(x), abs(y))
+    return (a.traffic.shape == b.traffic.shape and bool(np.all(np.abs(a.traffic - b.traffic)
+                                                             <= EXACT * np.maximum(np.abs(a.traffic), np.abs(b.traffic))))
+            and set(a.dot_flops) == set(b.dot_flops) and all(close(a.dot_flops[d], b.dot_flops[d]) for d in a.dot_flops)
+            and all(close(a.ops[k], b.ops[k]) for k in OP_KINDS))
+
+
 def unanchored(counts: list[ProgramCounts], n_tensors: int) -> set[int]:
-    """Tensors whose wave anchors cannot be trusted: two sampled programs with the same first sectors
-    at every load site (the anchors say they read the same data) loaded different sectors at the same
-    sampled trips.  Their footprint then assumes no sharing between programs."""
+    """Tensors whose wave anchors cannot be trusted: two sampled programs run alike (``run_kind``) with
+    the same first sectors at every load site (the anchors say they read the same data) loaded different
+    sectors at the same sampled trips.  Their footprint then assumes no sharing between programs."""
     out = set()
     for tensor in range(n_tensors):
         by_anchor: dict[tuple, int] = {}
         for c in counts:
             if tensor not in c.signatures:
                 continue
-            key = tuple(sorted(c.firsts.get(tensor, [])))
+            key = (c.run_kind, tuple(sorted(c.firsts.get(tensor, []))))
             if by_anchor.setdefault(key, c.signatures[tensor]) != c.signatures[tensor]:
                 out.add(tensor)
                 break
@@ -271,20 +302,26 @@ def build_launch_trace(record: dict[str, Any], blob: BlobReader) -> LaunchTrace:
     sampled = [int(p["pid"]) for p in programs]
     _require(all(0 <= p < max(num_programs, 1) for p in sampled) and len(set(sampled)) == len(sampled),
              "sampled programs are out of range")
-    counts, lift = [], None
-    for p in programs:
+    # every program is counted from its sparse-plan trips (addresses, sectors), then lifted by a dense
+    # count (work the sparse trips missed: on rare trips, say): the lead's where its sparse view is the
+    # lead's; its own (the child ran it again densely) where it differs
+    counts = [count_program(p, tensors, blob, sparse_view=True) for p in programs]
+    leads = [i for i, p in enumerate(programs) if p.get("lead") is True]
+    _require(len(leads) == (1 if programs else 0) and all(programs[i].get("dense") is True for i in leads),
+             "a launch needs exactly one lead program, run densely")
+    lifts = []
+    for p, c in zip(programs, counts):
         if p.get("dense") is True:
-            _require(lift is None, "two dense programs in one launch")
-            # counted like the others (its sparse-plan trips), and in full for the lift; left out of the
-            # anchor check: its trips followed each other, so carried state (an advanced pointer) differs
-            c = count_program(p, tensors, blob, sparse_view=True)
-            lift, c.signatures = DenseLift(count_program(p, tensors, blob), c), {}
+            lifts.append(DenseLift(count_program(p, tensors, blob), c))
         else:
-            c = count_program(p, tensors, blob)
-        counts.append(c)
-    if lift is not None:
-        for c in counts:
-            lift.apply(c)
+            _require(same_counts(c, counts[leads[0]]), "a program whose sparse counts differ from the lead's "
+                     "was not counted densely")
+            lifts.append(None)
+    for i, (p, c) in enumerate(zip(programs, counts)):      # lifted only once every decision is made
+        (lifts[i] or lifts[leads[0]]).apply(c)
+        # anchors are compared among programs run alike: a dense run's trips followed each other, so its
+        # carried state (an advanced pointer) differs from a sparse run's, and the lead ran more trips
+        c.run_kind = "lead" if i == leads[0] else "dense" if p.get("dense") is True else "sparse"
     weights = program_weights(sampled, num_programs) if sampled else []
 
     def mean(value) -> float:

@@ -24,12 +24,15 @@ derives the weights (head and last trips stand for themselves, the middle sample
 for the ``n-3`` middle trips).  ``while`` loops run
 in full and record their trip count, so they cost what ``for`` loops cost.
 
-One sampled program per launch is *dense*: its loops run every trip (up to
-:data:`DENSE_TRIPS` per loop, a random sample of that many beyond; at most
-:data:`DENSE_BUDGET` dense trips per loop site and program, so nested loops cannot use up
-the budget of the loops after them) and also record the sparse plan the other
-programs used, so the judge can see what the sparse samples missed there (work
-that sits on rare trips) and correct every program's estimate (``trace_counts``).
+Every sampled program is also *dense*: its loops run every trip (up to
+:data:`DENSE_TRIPS` per loop for the launch's lead program, :data:`DENSE_TRIPS_OTHERS`
+for the others, a random sample of that many beyond; at most :data:`BUDGET_LOOPS` times
+that per loop site and program, so nested loops cannot use up the budget of the loops
+after them).  Every trip records its counts and sectors; the sparse plan's trips alone
+anchor footprints (the other programs ran only those), so the judge sees what the sparse samples missed (work that sits on rare
+trips) and corrects the program's estimate (``trace_counts``): by the lead's count where
+the program's sparse view is the lead's, by its own otherwise, so work put only in some
+programs (odd rows, say) cannot hide behind a lighter one.
 """
 
 from __future__ import annotations
@@ -44,11 +47,14 @@ from .arms import ARM_HELPER, _kf_arm, instrument_kernel
 from .hack_policy import KERNEL_BUILTINS
 
 HEAD, MIDDLE, TAIL = 2, 3, 1
-#: The dense program runs up to this many trips of one loop (a random sample of them beyond) ...
+#: A launch's lead program runs up to this many trips of one loop densely (a random sample of
+#: them beyond); the other sampled programs up to :data:`DENSE_TRIPS_OTHERS` (their counts stand
+#: in only where they differ from the lead's: see ``trace_counts``) ...
 DENSE_TRIPS = 1024
-#: ... and at most this many dense trips per loop site in one program (later executions of that
-#: loop, e.g. an inner loop inside a long outer loop, sample as the other programs do).
-DENSE_BUDGET = 4096
+DENSE_TRIPS_OTHERS = 256
+#: ... and at most this many times that per loop site in one program (later executions of that
+#: loop, e.g. an inner loop inside a long outer loop, sample as a sparse program does).
+BUDGET_LOOPS = 4
 #: A single ``while`` loop execution may run at most this many trips.
 WHILE_TRIP_LIMIT = 100_000
 FOR_HELPER, WHILE_BEGIN, WHILE_TEST, WHILE_END = "_kf_for", "_kf_while_begin", "_kf_while_test", "_kf_while_end"
@@ -66,13 +72,14 @@ def trip_plan(n: int, rng: random.Random) -> list[int]:
     return list(range(HEAD)) + middle + list(range(n - TAIL, n))
 
 
-def dense_plan(n: int, sparse: list[int], rng: random.Random) -> list[int]:
-    """The trips the dense program runs: all of them, or the sparse plan plus random middle trips."""
-    if n <= DENSE_TRIPS:
+def dense_plan(n: int, sparse: list[int], rng: random.Random, limit: int = DENSE_TRIPS) -> list[int]:
+    """The trips a dense program runs: all of them, or the sparse plan plus random middle trips,
+    *limit* in all."""
+    if n <= limit:
         return list(range(n))
     middle = set(sparse[HEAD:len(sparse) - TAIL])
     rest = [i for i in range(HEAD, n - TAIL) if i not in middle]
-    middle.update(rng.sample(rest, DENSE_TRIPS - HEAD - TAIL - len(middle)))
+    middle.update(rng.sample(rest, limit - HEAD - TAIL - len(middle)))
     return list(range(HEAD)) + sorted(middle) + list(range(n - TAIL, n))
 
 
@@ -92,7 +99,7 @@ class LoopExec:
     n: int                     # full trip count (while: trips run)
     parent: int                # trip id the loop runs in (0: outside loops)
     plan: list[int] = field(default_factory=list)   # for: trips run
-    sparse: list[int] = field(default_factory=list) # dense program: the sparse plan the others ran
+    sparse: list[int] = field(default_factory=list) # dense run: the sparse plan inside its trips
 
 
 class LoopControl:
@@ -116,6 +123,7 @@ class LoopControl:
         self.rng = random.Random(f"{self.seed}:{program_key}")
         self.dense_rng = random.Random(f"{self.seed}:{program_key}:dense")   # leaves the sparse plans alone
         self.dense = False
+        self.dense_trips = DENSE_TRIPS                      # this program's dense trips per loop
         self.dense_left: dict[str, int] = {}               # loop site -> dense trips it may still run
         self.plans: dict[int, list[int]] = {}
         self.dense_plans: dict[int, list[int]] = {}
@@ -126,8 +134,8 @@ class LoopControl:
 
     @property
     def off_sparse_plan(self) -> bool:
-        """The dense program is in a trip the other programs did not run (the judge needs its counts,
-        not its addresses)."""
+        """A dense program is in a trip off the sparse plan (counted, but no anchor: the other
+        programs did not run it)."""
         return self.dense and not self.trip_sparse[self.stack[-1]]
 
     def iterate(self, iterable: Any, loop: str):
@@ -140,12 +148,13 @@ class LoopControl:
         if plan is None:                 # one plan per trip count: passes over the same data sample the
             plan = self.plans[n] = trip_plan(n, self.rng)   # same trips, so re-reads stay re-reads
         sparse: list[int] = []
-        if self.dense and len(plan) < n and self.dense_left.get(loop, DENSE_BUDGET) > 0:
+        budget = BUDGET_LOOPS * self.dense_trips
+        if self.dense and len(plan) < n and self.dense_left.get(loop, budget) > 0:
             dense = self.dense_plans.get(n)  # one dense plan per trip count too (re-reads stay re-reads)
             if dense is None:
-                dense = self.dense_plans[n] = dense_plan(n, plan, self.dense_rng)
+                dense = self.dense_plans[n] = dense_plan(n, plan, self.dense_rng, self.dense_trips)
             sparse, plan = plan, dense
-            self.dense_left[loop] = self.dense_left.get(loop, DENSE_BUDGET) - len(plan)
+            self.dense_left[loop] = self.dense_left.get(loop, budget) - len(plan)
         self.execs.append(LoopExec(loop=loop, kind="for", n=n, parent=self.current_trip, plan=plan, sparse=sparse))
         exec_index, epoch = len(self.execs) - 1, self.epoch
         on_sparse, sparse_set = self.trip_sparse[self.current_trip], set(sparse)

@@ -7,7 +7,7 @@ built-in mutator edits the AST, the LLM mutator edits text.  A failed edit is a
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Protocol
 
 from ..task import Task
@@ -27,7 +27,9 @@ class ParentView:
     feedback: str = ""                # verifier reason / model breakdown, written for the LLM
     hardware: dict[str, Any] = field(default_factory=dict)   # name -> HardwareScore dict
 
-    to_dict = asdict
+    def to_dict(self) -> dict[str, Any]:
+        """A shallow dict (the driver sends one per job: a deep copy of every hardware score cost more)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass
@@ -37,7 +39,9 @@ class LLMUsage:
     completion_tokens: int = 0
     cost_usd: float = 0.0
 
-    to_dict = asdict
+    def to_dict(self) -> dict[str, Any]:
+        """A shallow dict (the driver sends one per job: a deep copy of every hardware score cost more)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def add(self, other: "LLMUsage") -> None:
         self.calls += other.calls

@@ -58,6 +58,7 @@ class KernelArchive:
                                 ranges=self.spec.ranges, seed=seed,
                                 extra_fields={"candidate_id": ((), np.int64)})
         self.visits = np.zeros(self.spec.bins, dtype=np.int64)   # times a cell's elite was a parent
+        self._elites: list[Elite] | None = None                  # built on demand, dropped when a cell changes
 
     def measures(self, descriptors: dict[str, float]) -> np.ndarray:
         try:
@@ -79,17 +80,21 @@ class KernelArchive:
             return NOT_ADDED
         result = self.grid.add_single(source, float(objective), self.measures(descriptors),
                                       candidate_id=int(candidate_id))
-        return int(result["status"])
+        status = int(result["status"])
+        if status != NOT_ADDED:
+            self._elites = None
+        return status
 
     def elites(self) -> list[Elite]:
-        data = self.grid.data()
-        out = []
-        for src, obj, meas, cid, idx in zip(data["solution"], data["objective"], data["measures"],
-                                            data["candidate_id"], data["index"]):
-            cell = tuple(int(i) for i in np.unravel_index(int(idx), self.spec.bins))
-            out.append(Elite(candidate_id=int(cid), source=str(src), objective=float(obj),
-                             measures=tuple(float(m) for m in meas), cell=cell))
-        return out
+        """Every cell's elite (a fresh list; the elites are rebuilt only after a cell changed)."""
+        if self._elites is None:
+            data = self.grid.data()
+            cells = np.stack(np.unravel_index(np.asarray(data["index"], dtype=np.int64), self.spec.bins), axis=1)
+            self._elites = [Elite(candidate_id=int(cid), source=str(src), objective=float(obj),
+                                  measures=tuple(float(m) for m in meas), cell=tuple(int(i) for i in cell))
+                            for src, obj, meas, cid, cell in zip(data["solution"], data["objective"],
+                                                                 data["measures"], data["candidate_id"], cells)]
+        return list(self._elites)
 
     def elite_in(self, cell: tuple[int, ...]) -> Elite | None:
         for e in self.elites():

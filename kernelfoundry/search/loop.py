@@ -40,6 +40,7 @@ class SearchSettings:
     strategy: str = "map-elites"
     max_cost: float | None = None
     summary_every_s: float = 2.0
+    stop: Any = None                  # a threading.Event: set, the run stops as if interrupted (bench)
 
 
 class SearchDriver:
@@ -63,6 +64,7 @@ class SearchDriver:
         self.selector = Selector(settings.strategy, seed=settings.seed * 7919 + self.job_counter,
                                  p_fix=0.1)
         self.consecutive_duplicates = 0
+        self.retry: list[InFlight] = []                 # jobs whose node left the cluster, to run again
         self.stop_reason: str | None = None
         self.last_summary = 0.0
         self._rebuild_from_store()
@@ -113,8 +115,12 @@ class SearchDriver:
     def _evaluate_seeds(self, seeds: list[tuple[str, str]]) -> None:
         failures, misfits = [], []
         queue = list(seeds)
-        while queue or self.pool.futures:
+        while queue or self.pool.futures or self.retry:
+            self._check_stop()
             for w in self.pool.idle_workers():
+                if self.retry:
+                    self._resubmit(w)
+                    continue
                 if not queue:
                     break
                 name, source = queue.pop(0)
@@ -148,13 +154,17 @@ class SearchDriver:
     def _steady_state(self) -> None:
         budget = self.settings.budget
         while True:
+            self._check_stop()
             stop_new = self.stats.n_candidates + len(self.pool.futures) >= budget or self._cost_exhausted() \
                 or self.consecutive_duplicates >= MAX_CONSECUTIVE_DUPLICATES
             if not stop_new:
                 for w in self.pool.idle_workers():
                     if self.stats.n_candidates + len(self.pool.futures) >= budget:
                         break
-                    self._submit_new_job(w)
+                    if self.retry:
+                        self._resubmit(w)
+                    else:
+                        self._submit_new_job(w)
             if not self.pool.futures:
                 break
             for flight, result, err in self.pool.wait(0.5):
@@ -169,6 +179,10 @@ class SearchDriver:
                                 f"${self.settings.max_cost:.4f}")
         if self.stop_reason:
             self.log(f"stopping early at {self.stats.n_candidates} of {budget} candidates: {self.stop_reason}.")
+
+    def _check_stop(self) -> None:
+        if self.settings.stop is not None and self.settings.stop.is_set():
+            raise KeyboardInterrupt
 
     def _cost_exhausted(self) -> bool:
         return self.settings.max_cost is not None and self.stats.cost_usd >= self.settings.max_cost
@@ -193,6 +207,20 @@ class SearchDriver:
         self.pool.submit(worker, "propose", InFlight(job=job, stage="propose", worker=worker, started=time.time()),
                          job)
 
+    def _resubmit(self, worker: int) -> None:
+        """Run a job lost with its node again, from the stage it was lost at (a verify keeps its proposal)."""
+        flight = self.retry.pop(0)
+        flight.attempt, flight.started = flight.attempt + 1, time.time()
+        args = (flight.proposal["source"],) if flight.stage == "verify" else (flight.job,)
+        self.pool.submit(worker, flight.stage, flight, *args)
+
+    def _lost(self, flight: InFlight, proposal, reason: str) -> int:
+        """A call that failed because its worker died: stored as failed; re-issued once if its node left."""
+        cid = self._record_failure(flight.job, proposal, "worker", reason, flight)
+        if flight.extra.pop("lost", False) and flight.attempt == 1:
+            self.retry.append(flight)
+        return cid
+
     def _note_tried(self, parent_ids, mutator: str | None) -> None:
         if parent_ids and mutator and mutator.startswith("builtin:"):
             self.tried.setdefault(int(parent_ids[0]), set()).add(mutator.split(":", 1)[1])
@@ -205,8 +233,9 @@ class SearchDriver:
         return self._view(row.id, row.source, row.passed, row.gate, row.reason, row.objective,
                           row.descriptors, row.hardware)
 
-    def _view(self, cid, source, passed, gate, reason, objective, descriptors, hardware) -> ParentView:
-        cell = list(self.archive.cell_of(descriptors)) if descriptors else None
+    def _view(self, cid, source, passed, gate, reason, objective, descriptors, hardware, cell=None) -> ParentView:
+        if cell is None and descriptors:
+            cell = list(self.archive.cell_of(descriptors))
         return ParentView(id=cid, source=source or "", objective=objective, descriptors=descriptors,
                           cell=cell, passed=passed, gate=gate, feedback=reason or "", hardware=hardware or {})
 
@@ -217,7 +246,7 @@ class SearchDriver:
         job = flight.job
         if flight.stage == "propose":
             if err is not None:
-                return self._record_failure(job, None, "worker", err, flight)
+                return self._lost(flight, None, err)
             if result["source"] is None:
                 return self._record_failure(job, result, "mutate", result.get("error") or "no source", flight)
             self._note_tried(result.get("parent_ids"), result.get("mutator"))
@@ -236,7 +265,7 @@ class SearchDriver:
             self.pool.submit(flight.worker, "verify", flight, result["source"])
             return None
         if err is not None:
-            return self._record_failure(job, flight.proposal, "worker", err, flight)
+            return self._lost(flight, flight.proposal, err)
         return self._record_verified(job, flight.proposal, result, flight)
 
     def _base_row(self, job: dict, proposal: dict | None, flight: InFlight) -> dict[str, Any]:
@@ -296,7 +325,7 @@ class SearchDriver:
         self.state.note(cid, row["passed"], objective, None if foreign else row["gate"])
         if row["source"] and (row["passed"] or (row["gate"] in ("correctness", "trace", "load") and not foreign)):
             self.views[cid] = self._view(cid, row["source"], row["passed"], row["gate"], row["reason"],
-                                         objective, row.get("descriptors"), row.get("hardware"))
+                                         objective, row.get("descriptors"), row.get("hardware"), row.get("cell"))
         if self.memory is not None:
             self.memory.record(job, row)
         if self.prompt_pool is not None and job.get("prompt"):
@@ -331,7 +360,8 @@ class SearchDriver:
     def _tick(self) -> None:
         self.progress.update(n=self.stats.n_candidates, correct=self.stats.n_correct,
                              best=self.stats.best_objective, coverage=self.archive.coverage,
-                             cost=self.stats.cost_usd, in_flight=len(self.pool.futures))
+                             cost=self.stats.cost_usd, in_flight=len(self.pool.futures),
+                             nodes=self._workers_per_node() if self.progress.due() else None)
         if time.time() - self.last_summary >= self.settings.summary_every_s:
             self.write_summary()
 
@@ -340,9 +370,12 @@ class SearchDriver:
         if self.prompt_pool is not None:
             extra["prompts"] = self.prompt_pool.summary()
             self.store.save_prompts(self.prompt_pool.to_records())
-        extra["model_error"] = _model_error(self.task, list(self.settings.hardware))
+        if not hasattr(self, "_error_band"):          # constant for the run; the first costs seconds (imports)
+            self._error_band = _model_error(self.task, list(self.settings.hardware))
+        extra["model_error"] = self._error_band
         if self.memory is not None:
             extra["memory"] = self.memory.summary()
+        extra["workers_per_node"] = self._workers_per_node()
         summary = self.stats.summary(task=self.task.name, archive=self.archive, hardware=self.settings.hardware,
                                      budget=self.settings.budget, extra=extra)
         self.store.set_meta("jobs_issued", self.job_counter)
@@ -353,6 +386,11 @@ class SearchDriver:
         write_json_atomic(self.run_dir / SUMMARY_NAME, summary)
         self.last_summary = time.time()
         return summary
+
+
+    def _workers_per_node(self) -> dict[str, int]:
+        per_node = getattr(self.pool, "workers_per_node", None)     # in-process test pools have no nodes
+        return per_node() if per_node is not None else {}
 
 
 def _model_error(task, hardware: list[str]) -> dict | None:

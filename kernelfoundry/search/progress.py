@@ -19,8 +19,12 @@ class ProgressLine:
         self.started = time.time()
         self.width = 0
 
+    def due(self) -> bool:
+        """Whether the next :meth:`update` prints (so callers can skip computing what only it shows)."""
+        return not self.quiet and (self.tty or time.time() - self.last >= self.every_s)
+
     def update(self, *, n: int, correct: int, best: float | None, coverage: float, cost: float,
-               in_flight: int, force: bool = False) -> None:
+               in_flight: int, force: bool = False, nodes: dict[str, int] | None = None) -> None:
         if self.quiet:
             return
         now = time.time()
@@ -32,6 +36,8 @@ class ProgressLine:
         best_s = f"{best:.3f}x" if best is not None else "-"
         line = (f"[{n}/{self.budget}] correct {correct}  best {best_s}  coverage {coverage:.1%}  "
                 f"llm ${cost:.4f}  in flight {in_flight}  {rate:.1f}/min  {elapsed:.0f}s")
+        if nodes and len(nodes) > 1:           # on a cluster: workers per node
+            line += f"  workers/node {'+'.join(str(k) for k in nodes.values())}"
         if self.tty:
             pad = max(0, self.width - len(line))
             self.stream.write("\r" + line + " " * pad)

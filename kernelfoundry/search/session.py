@@ -12,15 +12,21 @@ from ..errors import UserError
 from ..store import RunStore
 from ..task import Task, load_task, task_from_dict
 from .archive import ArchiveSpec, KernelArchive
+from .cluster import cluster_cpus, missing_dependencies_hint, resolve_address, start_ray
 from .history import spec_from_meta, spec_to_meta
 from .loop import SearchDriver, SearchSettings
 from .progress import ProgressLine
 from .rundir import STORE_NAME, existing_run_dir, lock_run_dir, new_run_dir, open_run_store
-from .workers import KernelWorker, WorkerPool
+from .workers import ClusterLost, KernelWorker, WorkerPool
+
+__all__ = ["run_evolution", "start_ray"]
 
 
-def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, Any], Path]:
-    """Run (or resume) a search as configured by an ``EvolveConfig``; returns (summary, run_dir)."""
+def run_evolution(cfg, *, worker_cls: type = KernelWorker, stop=None) -> tuple[dict[str, Any], Path]:
+    """Run (or resume) a search as configured by an ``EvolveConfig``; returns (summary, run_dir).
+
+    *stop* (a ``threading.Event``, set by a bench running runs side by side) interrupts the run.
+    """
     from ..evolve import config_to_meta
     with contextlib.ExitStack() as cleanup:          # the store and the run's lock, on every way out
         progress = ProgressLine(cfg.budget, quiet=cfg.quiet)
@@ -83,9 +89,10 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
                          f"strategy {cfg.strategy}; {model_note}")
         progress.message(f"run directory: {run_dir}")
         started_ray = start_ray(workers=cfg.workers, address=cfg.ray_address)
+        on_cluster = resolve_address(cfg.ray_address) is not None or not started_ray
         pool = None
         try:
-            n_workers = cfg.workers or max(1, os.cpu_count() or 1)
+            n_workers, cpus_each = _worker_count(cfg.workers, on_cluster, progress)
             verify_options = {"max_kernel_configs": cfg.max_kernel_configs}
             if not cfg.tuning:
                 verify_options["tune"] = False
@@ -95,21 +102,33 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker) -> tuple[dict[str, An
                     "verify_options": verify_options}
             if cfg.verdict_cache is not None:
                 init["verdict_cache"] = str(cfg.verdict_cache)
-            pool = WorkerPool(n_workers, worker_cls, init)
+            pool = WorkerPool(n_workers, worker_cls, init, num_cpus=cpus_each)
             try:
                 pool.ready()
             except Exception as exc:
-                raise UserError(f"Ray could not start {n_workers} workers: {type(exc).__name__}: {exc}. "
-                                f"Check that kernelfoundry is installed where the workers run "
-                                f"(`pip install -e .`) and that Ray has CPUs free.") from None
-            progress.message(f"{n_workers} Ray worker(s) ready")
+                raise UserError(f"Ray could not start {n_workers} workers: {type(exc).__name__}: {exc}."
+                                + (missing_dependencies_hint(exc) or
+                                   " Check that every node has the project's dependencies (docs/cluster.md) "
+                                   "and that Ray has CPUs free.")) from None
+            nodes = pool.workers_per_node()
+            progress.message(f"{n_workers} Ray worker(s) ready on {len(nodes)} node(s): "
+                             + ", ".join(f"{label} {k}" for label, k in nodes.items()))
             driver = SearchDriver(task=task, settings=SearchSettings(budget=cfg.budget, workers=n_workers,
                                                                      seed=cfg.seed, hardware=hardware,
-                                                                     strategy=cfg.strategy, max_cost=cfg.max_cost),
+                                                                     strategy=cfg.strategy, max_cost=cfg.max_cost,
+                                                                     stop=stop),
                                   store=store, run_dir=run_dir, pool=pool, progress=progress,
                                   prompt_pool=prompt_pool, llm_client=llm_client, memory=memory,
                                   archive=KernelArchive(spec_from_meta(store.get_meta("archive_spec")), seed=cfg.seed))
-            summary = driver.run(seeds)
+            try:
+                summary = driver.run(seeds)
+            except ClusterLost as exc:
+                pool = None                       # nothing left to kill, and Ray would wait on the lost head
+                started_ray = False
+                where = f"the Ray cluster at {resolve_address(cfg.ray_address)}" if on_cluster else "Ray"
+                raise UserError(f"lost {where}: {exc}. Every finished candidate is stored; continue with "
+                                f"--resume {run_dir} once the cluster is back (or without --ray-address to "
+                                "go on locally).") from None
         except KeyboardInterrupt as exc:
             exc.run_dir = run_dir                  # for the "continue with --resume" message
             raise
@@ -197,6 +216,9 @@ def _mutator_setup(cfg, task: Task, seeds: list[tuple[str, str]]):
     specs = parse_model_specs(list(task.models), list(cfg.models))
     prompt_dir = str(cfg.prompt_dir) if cfg.prompt_dir else None
     spec = {"type": "llm", "models": [dataclasses.asdict(s) for s in specs], "prompt_dir": prompt_dir}
+    if prompt_dir:                          # sent along: a worker on another node has no such directory
+        spec["prompt_files"] = {p.name: p.read_text(encoding="utf-8") for p in sorted(Path(prompt_dir).iterdir())
+                                if p.is_file() and (p.suffix == ".j2" or p.name == "variants.yaml")}
     pool = client = None
     note = "LLM mutation with " + ", ".join(s.name for s in specs)
     if cfg.prompt_evolution:
@@ -213,25 +235,16 @@ def _mutator_setup(cfg, task: Task, seeds: list[tuple[str, str]]):
     return spec, pool, client, note
 
 
-def start_ray(*, workers: int = 0, address: str | None = None) -> bool:
-    """Connect to the cluster at *address* or start local Ray; True if this process started it.
+def _worker_count(workers: int, on_cluster: bool, progress) -> tuple[int, float]:
+    """(workers, CPUs each): ``--workers 0`` means one per CPU of the cluster (or this machine).
 
-    An already initialised Ray (a bench running many searches, a test session) is reused.
+    On a cluster ``--workers`` may exceed the driver machine's CPUs; beyond the cluster's own,
+    each worker gets a share of a CPU (LLM-bound workers mostly wait) instead of never starting.
     """
-    import ray
-    if ray.is_initialized():
-        return False
-    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
-    try:
-        if address:
-            ray.init(address=address, log_to_driver=False, include_dashboard=False)
-        else:
-            n_cpus = max(os.cpu_count() or 1, workers or 1)
-            pkg_root = str(Path(__file__).resolve().parents[2])
-            ray.init(num_cpus=n_cpus, include_dashboard=False, log_to_driver=False,
-                     runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(
-                         [pkg_root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}})
-    except Exception as exc:
-        where = f"the cluster at {address}" if address else "a local Ray instance"
-        raise UserError(f"Ray failed to start ({where}): {type(exc).__name__}: {exc}") from None
-    return True
+    total = cluster_cpus() if on_cluster else float(max(os.cpu_count() or 1, workers or 1))
+    n = workers or max(1, int(total))
+    if n <= total or total <= 0:
+        return n, 1.0
+    share = total / n
+    progress.message(f"--workers {n} exceeds the {total:g} CPUs Ray has: each worker reserves {share:.2f} CPU")
+    return n, share

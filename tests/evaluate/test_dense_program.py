@@ -1,5 +1,5 @@
-"""The dense program: one sampled program per launch runs every loop trip, and its count corrects
-what the other programs' sparse trip samples missed (work on rare trips)."""
+"""Dense programs: every sampled program runs every loop trip, and its own count corrects what its
+sparse trip samples missed (work on rare trips), in every program separately."""
 
 import os
 
@@ -32,13 +32,12 @@ def test_dense_lift_corrects_what_the_sparse_samples_missed():
         c.ops["reduction"] = reduction
         return c
 
-    full, sparse_view = counts(200.0, 100.0, 50.0), counts(100.0, 95.0, 0.0)
+    full, sparse_view = counts(200.0, 100.0, 50.0), counts(100.0, 125.0, 0.0)
     lift = DenseLift(full, sparse_view)
-    for other in (counts(100.0, 95.0, 0.0), sparse_view):     # the dense program's own sparse view too
-        lift.apply(other)
-        assert list(other.traffic[0, [0, 2, 4]]) == [200.0, 200.0 / 32, 200.0]   # half sat on unsampled trips
-        assert other.dot_flops["fp32"] == 95.0          # within LIGHTER: sampling noise, left alone
-        assert other.ops["reduction"] == 50.0           # none sampled at all: raised by the full count
+    lift.apply(sparse_view)
+    assert list(sparse_view.traffic[0, [0, 2, 4]]) == [200.0, 200.0 / 32, 200.0]   # half sat on unsampled trips
+    assert sparse_view.dot_flops["fp32"] == pytest.approx(100.0)   # a heavy sampled trip over-weighted: down
+    assert sparse_view.ops["reduction"] == 50.0           # none sampled at all: raised by the full count
     assert lift.lifted
     same = DenseLift(counts(100.0, 95.0, 0.0), counts(100.0, 95.0, 0.0))
     untouched = counts(100.0, 95.0, 0.0)
@@ -54,3 +53,14 @@ def test_work_on_rare_trips_is_counted(seed):
     assert gate.passed, gate.reason
     (launch,) = trace.launches
     assert launch.traffic["x_ptr"].load_bytes == pytest.approx(BLOCKS * BLOCK * 4, rel=0.01)
+
+
+@pytest.mark.parametrize("seed", [3, 11, 19])
+def test_work_on_rare_trips_of_some_programs_only_is_counted(seed):
+    # even rows: one block per trip; odd rows: all their blocks on one trip in 16.  Each sampled
+    # program is counted from its own dense run, so whichever programs are sampled, all work shows
+    gate, (trace,) = trace_trusted((KERNELS / "parity_rare_trips.py").read_text(), RARE, [{"BLOCK": BLOCK}],
+                                   seed=seed, trace_programs=4, timeout=60.0)
+    assert gate.passed, gate.reason
+    (launch,) = trace.launches
+    assert launch.traffic["x_ptr"].load_bytes == pytest.approx(BLOCKS * BLOCK * 4, rel=0.01)   # per program
