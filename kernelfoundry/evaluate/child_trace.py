@@ -17,6 +17,7 @@ binder: argument kinds, dtypes, divisibility by 16, constexpr values, launch opt
 
 from __future__ import annotations
 
+import ctypes
 import random
 import time
 import warnings
@@ -143,9 +144,12 @@ class TraceSession(Session):
         self._wave_rows: list[tuple[int, int, int, int]] = []
         self._wave_pid = 0
         self._tensor_index: dict[str, int] = {}
+        self._writes: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None   # (storage bytes, index, old)
+        self._views: dict[int, np.ndarray] = {}                             # storage start -> its bytes
 
     def launch(self, ctx: LaunchContext) -> None:
         self._tensor_index = {t.name: i for i, t in enumerate(ctx.tensors.tensors)}
+        self._views = {}
         tensors = [{"name": t.name, "dtype": t.dtype, "elem_bytes": t.elem_bytes, "storage_bytes": t.storage_bytes,
                     "numel": t.numel, "start": t.start, "data_offset": t.data_ptr - t.start}
                    for t in ctx.tensors.tensors]
@@ -157,11 +161,15 @@ class TraceSession(Session):
         records: dict[int, dict[str, Any]] = {}
         lead_view = None
         for pid in ([lead] + [p for p in sampled if p != lead]) if sampled else []:
-            record = self._run_program(ctx, pid, DENSE_TRIPS if pid == lead else 0)
+            record = self._run_program(ctx, pid, DENSE_TRIPS if pid == lead else 0, keep_writes=pid != lead)
             if pid == lead:
                 lead_view = self._sparse_view(record, tensors)
-            elif not same_counts(self._sparse_view(record, tensors), lead_view):
+            elif not same_counts(view := self._sparse_view(record, tensors), lead_view):
+                self._undo_writes()      # the re-run starts from the memory the first run found
                 record = self._run_program(ctx, pid, DENSE_TRIPS_OTHERS)
+                if not same_counts(self._sparse_view(record, tensors), view):
+                    self.fail(f"program {pid} of {ctx.kernel} did different work when the trace ran it again from "
+                              "the same memory; make a program's work follow from its inputs and ids")
             record["lead"] = pid == lead
             records[pid] = record
         programs = [self._commit(records[pid]) for pid in sampled]
@@ -171,8 +179,24 @@ class TraceSession(Session):
         self.launches.append({"kernel": ctx.kernel, "grid": list(ctx.grid), "num_programs": ctx.num_programs,
                               "tensors": tensors, "programs": programs, "wave": wave})
 
-    def _run_program(self, ctx: LaunchContext, pid: int, dense_trips: int) -> dict[str, Any]:
-        """Run one sampled program (*dense_trips* > 0: its loops densely, that many trips per loop)."""
+    def _undo_writes(self) -> None:
+        """Put back what the last program run wrote (stores, atomics), newest first: a program run
+        again must find the memory its first run found, or a flag it set could steer its second run."""
+        for view, index, old in reversed(self._writes or []):
+            view[index] = old
+        self._writes = None
+
+    def _byte_view(self, tensor) -> np.ndarray:
+        view = self._views.get(tensor.start)
+        if view is None:
+            view = self._views[tensor.start] = np.ctypeslib.as_array(
+                (ctypes.c_uint8 * tensor.storage_bytes).from_address(tensor.start))
+        return view
+
+    def _run_program(self, ctx: LaunchContext, pid: int, dense_trips: int, keep_writes: bool = False) -> dict[str, Any]:
+        """Run one sampled program (*dense_trips* > 0: its loops densely, that many trips per loop;
+        *keep_writes*: keep what its writes overwrite, for :meth:`_undo_writes`)."""
+        self._writes = [] if keep_writes else None
         # one trip plan per launch: every sampled program samples the same trips, so programs that
         # read the same data leave the same sectors (the judge checks the wave anchors against them)
         CONTROL.reset(f"{len(self.launches)}")
@@ -249,6 +273,11 @@ class TraceSession(Session):
             return
         ev = self._program
         ev.max_block = max(ev.max_block, block_elems)
+        if kind != "load" and self._writes is not None:   # called before the write: keep what it overwrites
+            for tensor, addrs in parts:
+                view = self._byte_view(tensor)
+                index = ((addrs - tensor.start)[:, None] + np.arange(elem_bytes)).reshape(-1)
+                self._writes.append((view, index, view[index].copy()))
         trip = CONTROL.current_trip
         # a dense run's extra trips count fully too (distinct sectors: re-reads between passes that the
         # sparse trips cannot pair up), but anchor nothing: the other programs did not run them

@@ -64,3 +64,14 @@ def test_work_on_rare_trips_of_some_programs_only_is_counted(seed):
     assert gate.passed, gate.reason
     (launch,) = trace.launches
     assert launch.traffic["x_ptr"].load_bytes == pytest.approx(BLOCKS * BLOCK * 4, rel=0.01)   # per program
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_a_program_run_again_finds_the_memory_its_first_run_found(seed):
+    # a program whose sparse counts differ from the lead's is run again densely; a flag it set in its
+    # first run would make the second run idle, so the trace puts back what the first run wrote
+    gate, (trace,) = trace_trusted((KERNELS / "rerun_state.py").read_text(), RARE, [{"BLOCK": BLOCK}],
+                                   seed=seed, trace_programs=4, timeout=60.0)
+    assert gate.passed, gate.reason
+    (launch,) = trace.launches
+    assert launch.traffic["x_ptr"].load_bytes == pytest.approx(BLOCKS * BLOCK * 4, rel=0.01)   # per program
