@@ -171,10 +171,13 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
         scored = RANK_DTYPE.get(rank, "fp32") if rank > DTYPE_RANK.get(str(dtype), 3) else str(dtype)
         if scored == "fp32" and precision == "ieee":                # fp32 FMAs on the vector units
             counts.ops["elementwise"] += flops
-        else:
-            counts.dot_flops[scored] += flops * (3.0 if scored == "fp32" and precision == "tf32x3" else 1.0)
             if grouped:
-                g_dots[scored][labels[trip]] += flops * (3.0 if scored == "fp32" and precision == "tf32x3" else 1.0)
+                g_ops["elementwise"][labels[trip]] += flops
+        else:
+            flops *= 3.0 if scored == "fp32" and precision == "tf32x3" else 1.0
+            counts.dot_flops[scored] += flops
+            if grouped:
+                g_dots[scored][labels[trip]] += flops
         counts.dot_shapes.add((m, n, k, scored))
         if loaded_rank > 0 or str(dtype) not in DTYPE_RANK:    # operands fed from memory (ints: untagged)
             counts.dot_trip_bytes[trip] += operand_bytes       # what a pipeline stage holds

@@ -55,15 +55,15 @@ def trace(reference, inputs: list[torch.Tensor]) -> list[dict[str, Any]]:
     node is ``{"op": "output", "args": [refs]}``."""
     from torch.fx.experimental.proxy_tensor import make_fx
     gm = make_fx(reference, decomposition_table=decompositions())(*inputs)
-    nodes, index = [], {}
+    nodes, index, n_inputs = [], {}, 0
     for node in gm.graph.nodes:
         index[node] = len(nodes)
         val = node.meta.get("val")
         shape = list(val.shape) if isinstance(val, torch.Tensor) else None
         dtype = str(val.dtype).removeprefix("torch.") if isinstance(val, torch.Tensor) else None
-        if node.op == "placeholder":
-            nodes.append({"op": "input", "index": len([n for n in nodes if n["op"] == "input"]),
-                          "shape": shape, "dtype": dtype})
+        if node.op == "placeholder":            # the traced function's inputs, in order
+            nodes.append({"op": "input", "index": n_inputs, "shape": shape, "dtype": dtype})
+            n_inputs += 1
         elif node.op == "output":
             outs = node.args[0]
             nodes.append({"op": "output", "args": [_arg(o, index) for o in

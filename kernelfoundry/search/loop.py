@@ -65,6 +65,7 @@ class SearchDriver:
                                  p_fix=0.1)
         self.consecutive_duplicates = 0
         self.retry: list[InFlight] = []                 # jobs whose node left the cluster, to run again
+        self._error_band: Any = None                    # the model's error band for the task (summary)
         self.stop_reason: str | None = None
         self.last_summary = 0.0
         self._rebuild_from_store()
@@ -370,7 +371,7 @@ class SearchDriver:
         if self.prompt_pool is not None:
             extra["prompts"] = self.prompt_pool.summary()
             self.store.save_prompts(self.prompt_pool.to_records())
-        if not hasattr(self, "_error_band"):          # constant for the run; the first costs seconds (imports)
+        if self._error_band is None:                  # constant for the run; the first costs seconds (imports)
             self._error_band = _model_error(self.task, list(self.settings.hardware))
         extra["model_error"] = self._error_band
         if self.memory is not None:
