@@ -66,6 +66,13 @@ class ProgramEvents:
         self.dots: list[list[Any]] = []
         self.ops: dict[tuple[int, int], float] = {}
         self.max_block = 0
+        self.off_plan_sectors = 0               # sectors recorded on trips off the sparse plan
+
+
+_NO_SECTORS = np.zeros(0, dtype=np.int64)
+#: Sectors a dense run records on trips off the sparse plan, at most (4 MB of the data file); past
+#: that its rows carry counts only and the judge scales sectors and distinct bytes with bytes.
+OFF_PLAN_SECTORS = 1 << 19
 
 
 def first_sectors(accesses: np.ndarray, sectors: list[np.ndarray], on_plan: list[bool]) -> dict[tuple[int, int], int]:
@@ -233,6 +240,7 @@ class TraceSession(Session):
         return {"pid": ev.pid, "max_block": ev.max_block, "_raw": (accesses, sectors), "dots": ev.dots, "ops": ops,
                 "execs": [[e.loop, e.kind, e.n, e.parent, e.plan, e.sparse] for e in CONTROL.execs],
                 "trips": [list(t) for t in CONTROL.trips[1:]],
+                "all_sectors": ev.off_plan_sectors < OFF_PLAN_SECTORS,
                 "_firsts": first_sectors(accesses, ev.sectors, ev.on_plan)}
 
     def _wave(self, ctx: LaunchContext) -> dict[str, Any]:
@@ -284,7 +292,12 @@ class TraceSession(Session):
         on_plan = not CONTROL.off_sparse_plan
         for tensor, addrs in parts:
             ev.on_plan.append(on_plan)
+            if not on_plan and ev.off_plan_sectors >= OFF_PLAN_SECTORS:   # over budget: counts only
+                ev.accesses.append((KINDS[kind], self._tensor_index[tensor.name], site, trip, int(addrs.size), 0))
+                ev.sectors.append(_NO_SECTORS)
+                continue
             sectors = np.unique((addrs - tensor.data_ptr) >> 5)
+            ev.off_plan_sectors += 0 if on_plan else int(sectors.size)
             ev.accesses.append((KINDS[kind], self._tensor_index[tensor.name], site, trip, int(addrs.size),
                                 int(sectors.size)))
             ev.sectors.append(sectors)

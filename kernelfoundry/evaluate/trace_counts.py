@@ -215,13 +215,23 @@ class DenseLift:
 
     COLUMNS = (_LOAD_BYTES, _LOAD_SECTORS, _UNIQUE_LOAD, _STORE_BYTES, _STORE_SECTORS, _UNIQUE_STORE)
 
-    def __init__(self, full: ProgramCounts, sparse: ProgramCounts):
-        # (multiplier or 0.0 to add, the full count) per count, decided once from the dense program; the
-        # dense run records sectors on every trip, so distinct bytes and sectors have counts of their own
-        self.traffic = [(i, col, factor, full.traffic[i, col])
-                        for i in range(full.traffic.shape[0]) for col in self.COLUMNS
-                        for factor in [self._factor(full.traffic[i, col], sparse.traffic[i, col])]
-                        if factor is not None]
+    def __init__(self, full: ProgramCounts, sparse: ProgramCounts, all_sectors: bool = True):
+        # (multiplier or 0.0 to add, the full count) per count, decided once from the dense program; a
+        # dense run that recorded sectors on every trip gives distinct bytes and sectors counts of their
+        # own, else they follow the tensor's bytes
+        own = self.COLUMNS if all_sectors else (_LOAD_BYTES, _STORE_BYTES)
+        follow = {} if all_sectors else {_LOAD_BYTES: (_LOAD_SECTORS, _UNIQUE_LOAD),
+                                         _STORE_BYTES: (_STORE_SECTORS, _UNIQUE_STORE)}
+        self.traffic = []
+        for i in range(full.traffic.shape[0]):
+            for col in own:
+                factor = self._factor(full.traffic[i, col], sparse.traffic[i, col])
+                if factor is None:
+                    continue
+                self.traffic.append((i, col, factor, full.traffic[i, col]))
+                for other in follow.get(col, ()):      # scaled like the bytes (added: bytes' worth)
+                    extra = full.traffic[i, col] / (SECTOR_BYTES if other in (_LOAD_SECTORS, _STORE_SECTORS) else 1)
+                    self.traffic.append((i, other, factor, extra))
         self.dots = {d: (f, v) for d, v in full.dot_flops.items()
                      for f in [self._factor(v, sparse.dot_flops.get(d, 0.0))] if f is not None}
         self.ops = {k: (f, v) for k, v in full.ops.items() for f in [self._factor(v, sparse.ops.get(k, 0.0))]
@@ -315,7 +325,7 @@ def build_launch_trace(record: dict[str, Any], blob: BlobReader) -> LaunchTrace:
     lifts = []
     for p, c in zip(programs, counts):
         if p.get("dense") is True:
-            lifts.append(DenseLift(count_program(p, tensors, blob), c))
+            lifts.append(DenseLift(count_program(p, tensors, blob), c, all_sectors=p.get("all_sectors") is not False))
         else:
             _require(same_counts(c, counts[leads[0]]), "a program whose sparse counts differ from the lead's "
                      "was not counted densely")
