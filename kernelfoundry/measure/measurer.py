@@ -166,6 +166,20 @@ class DeviceMeasurer:
         return out
 
 
+def merge_verdict(verdict: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """The verifier's verdict (``VerifyResult.to_dict()``) with the device's *record*: the objective becomes the
+    measured one (the model's kept as ``predicted_objective``), or the candidate fails the ``device`` gate."""
+    out = dict(verdict, measured=record, predicted_objective=verdict.get("objective"))
+    gate = {"name": "device", "passed": bool(record.get("passed")), "reason": record.get("reason", ""),
+            "seconds": float(record.get("seconds") or 0.0), "details": {}}
+    out["gates"] = list(verdict.get("gates") or []) + [gate]
+    if record.get("passed"):
+        out["objective"] = record["objective"]
+    else:
+        out.update(passed=False, gate="device", reason=record.get("reason", ""))
+    return out
+
+
 def _hint(c: dict[str, Any]) -> dict[str, Any]:
     return {"predicted_s": c["predicted_s"], "bound": c["bound"], "launch_s": c["launch_s"],
             "launches": c["launches"]}
