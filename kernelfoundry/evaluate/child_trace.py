@@ -237,6 +237,10 @@ class TraceSession(Session):
         return record
 
     def _finish_program(self, ev: ProgramEvents) -> dict[str, Any]:
+        # a time limit can interrupt record_access between its appends: keep the rows all three hold, so
+        # the interruption (not a length mismatch) is what the run reports
+        rows = min(len(ev.accesses), len(ev.runs), len(ev.on_plan))
+        del ev.accesses[rows:], ev.runs[rows:], ev.on_plan[rows:]
         accesses = np.array(ev.accesses, dtype=np.int64).reshape(-1, 6)
         runs = np.concatenate(ev.runs) if ev.runs else _NO_RUNS
         ops = [[trip, kind, amount] for (trip, kind), amount in ev.ops.items()]
