@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 import socket
 import threading
-import uuid
 
 import pytest
 
 from kernelfoundry.evaluate import sandbox_ptxas as broker
-from kernelfoundry.evaluate.sandbox import SandboxLimits, run_sandboxed, shutdown_fork_servers
+from kernelfoundry.evaluate.sandbox import SandboxLimits, run_sandboxed
 
 # A job module run inside the sandbox: tries execve, then compiles a kernel for sm_90 (payload["do"]).
 PROBE = r'''
@@ -96,21 +95,8 @@ LIMITS = SandboxLimits(wall_s=120.0, rss_bytes=3 << 30, max_threads=128)
 
 
 @pytest.fixture(scope="module")
-def probe(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("ptxas_probe")
-    os.chmod(directory, 0o755)
-    os.chmod(directory.parent, 0o755)
-    name = f"kf_ptxas_probe_{uuid.uuid4().hex[:8]}"
-    (directory / f"{name}.py").write_text(PROBE)
-    os.chmod(directory / f"{name}.py", 0o644)
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(directory), old) if p)
-    yield name
-    shutdown_fork_servers()
-    if old is None:
-        os.environ.pop("PYTHONPATH", None)
-    else:
-        os.environ["PYTHONPATH"] = old
+def probe(job_module):
+    return job_module(PROBE, "kf_ptxas_probe")
 
 
 def _run(probe, do, gpu, mode="fork"):
