@@ -185,7 +185,7 @@ def export_run(run_dir: str | Path, *, out: Path | None = None, top: int | None 
                              "hardware": {k: {f: v.get(f) for f in ("latency_s", "sol_fraction", "baseline_s",
                                                                      "best_params")}
                                           for k, v in row.hardware.items()}})
-        if fmt == "kernel" and manifest:                  # a GPU user's check-and-time script (docs/device.md)
+        if manifest:                     # a GPU user's check-and-time script, both formats (docs/device.md)
             from .measure.export_bench import BENCH_SCRIPT, bench_spec, render_bench
             hw = manifest[0]["default_hardware"]
             kernels = [(m["file"], run.store.get_candidate(m["candidate_id"]).hardware) for m in manifest

@@ -81,7 +81,7 @@ def _from_dataset(path: Path, base: HardwareSpec) -> tuple[list[Measurement], st
             rows.append(eager_row(r.id, r.kind, r.measured_ms * 1e-3, r.reference, list(r.inputs), ds.timing,
                                   str(path), r.weight))
         return rows, f"published: {ds.name}"
-    from ..fidelity.predict import _kernel_prediction
+    from ..fidelity.predict import kernel_prediction
     from ..fidelity.traces import get_traces
     from ..perfmodel.alignment import unaligned_bytes
     from ..perfmodel.model import HardwareArrays
@@ -91,7 +91,7 @@ def _from_dataset(path: Path, base: HardwareSpec) -> tuple[list[Measurement], st
         unaligned = unaligned_bytes(load_task(r.task, check_files=False), r.shape)
 
         def predict(spec, r=r, traces=traces, unaligned=unaligned):
-            return _kernel_prediction(r, traces, HardwareArrays([spec]), unaligned).predicted_ms * 1e-3
+            return kernel_prediction(r, traces, HardwareArrays([spec]), unaligned).predicted_ms * 1e-3
         rows.append(Measurement(r.id, r.kind, r.measured_ms * 1e-3, predict, weight=r.weight, source=str(path)))
     return rows, f"published: {ds.name}"
 

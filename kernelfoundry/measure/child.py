@@ -18,17 +18,12 @@ result = {"gates": [load gate], "check": {"runs": [{"outputs": [...]}], "failed_
 
 from __future__ import annotations
 
-import json
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..evaluate.job import REFERENCE_STUB
-from ..safe_io import write_json_atomic
-
-from ..evaluate.channel import DATA_FILE  # noqa: E402 - the data channel the driver reads
+from ..evaluate.channel import DATA_FILE
+from ..evaluate.child_job import job_main, loaded_candidate, report_progress
 
 
 def sample_indices(numel: int, n: int, seed: int):
@@ -79,29 +74,17 @@ def _launch(loaded, inputs, params: dict[str, Any], device: str, timeout: float)
 
 
 def run_job(payload: dict[str, Any], data_path: Path | str) -> dict[str, Any]:
-    from ..evaluate.channel import BlobWriter
-    from ..evaluate.child import report_progress
     from ..evaluate.inputs import InputFactory
-    from ..evaluate.loader import check_load, describe_exception
-    from ..task import task_from_dict
+    from ..evaluate.loader import describe_exception
     from .timer import Hint, timer_from_spec
 
-    task = task_from_dict(payload["task"], check_files=False)
-    if task.reference != REFERENCE_STUB:
-        raise ValueError("the device job's task must carry the reference stub, not the reference")
     device, seed = str(payload["device"]), int(payload["seed"])
     timeout = float(payload.get("launch_timeout_s", 30.0))
-    factory = InputFactory(task, seed)
     result: dict[str, Any] = {"gates": []}
-    directory = Path(tempfile.mkdtemp(prefix="kf_device_"))
-    blob = BlobWriter(data_path)
-    loaded = None
-    try:
-        report_progress("load")
-        gate, loaded = check_load(payload["source"], task, directory)
-        result["gates"].append(gate.to_dict())
+    with loaded_candidate(payload, data_path, result, prefix="kf_device_") as (task, loaded, blob):
         if loaded is None:
             return result
+        factory = InputFactory(task, seed)
         report_progress("device-correctness")
         runs, error, failed = [], None, None
         for index, check in enumerate(payload.get("checks", [])):
@@ -130,26 +113,11 @@ def run_job(payload: dict[str, Any], data_path: Path | str) -> dict[str, Any]:
                     row.append({"error": describe_exception(exc, loaded.path)[:500]})
             result["timings"].append(row)
         return result
-    finally:
-        blob.close()
-        if loaded is not None:
-            loaded.unload()
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print("usage: python -m kernelfoundry.measure.child IN.json OUT.json", file=sys.stderr)
-        return 2
-    in_path, out_path = Path(args[0]), Path(args[1])
-    try:
-        result = run_job(json.loads(in_path.read_text()), out_path.with_name(DATA_FILE))
-    except Exception as exc:   # a bad payload or a bug here, not the candidate's failure
-        write_json_atomic(out_path, {"gates": [], "error": f"{type(exc).__name__}: {exc}"})
-        return 1
-    write_json_atomic(out_path, result)
-    return 0
+    return job_main(argv, "kernelfoundry.measure.child", lambda p, out: run_job(p, out.with_name(DATA_FILE)),
+                    {"gates": []}, "device job error")
 
 
 if __name__ == "__main__":

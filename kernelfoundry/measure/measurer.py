@@ -87,7 +87,8 @@ class DeviceMeasurer:
             env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
         limits = SandboxLimits(wall_s=self.wall_s, address_space_bytes=(16 if self.fake else 1 << 16) << 30,
                                rss_bytes=8 << 30, max_threads=128)
-        outcome = run_sandboxed(CHILD_MODULE, payload, limits, env=env, extra_files=(DATA_FILE,))
+        outcome = run_sandboxed(CHILD_MODULE, payload, limits, env=env, extra_files=(DATA_FILE,),
+                                gpu=not self.fake)       # GPU nodes in its root, ptxas through a broker
         result = outcome.result or {}
         record["seconds"] = round(time.perf_counter() - start, 3)
         if not outcome.ok or result.get("error") or not result.get("gates"):
