@@ -113,10 +113,13 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker, stop=None) -> tuple[d
             nodes = pool.workers_per_node()
             progress.message(f"{n_workers} Ray worker(s) ready on {len(nodes)} node(s): "
                              + ", ".join(f"{label} {k}" for label, k in nodes.items()))
+            routing = _routing_hook(cfg, task, hardware, mutator_spec, memory)
             driver = SearchDriver(task=task, settings=SearchSettings(budget=cfg.budget, workers=n_workers,
                                                                      seed=cfg.seed, hardware=hardware,
                                                                      strategy=cfg.strategy, max_cost=cfg.max_cost,
+                                                                     max_llm_seconds=cfg.max_llm_seconds,
                                                                      stop=stop),
+                                  routing=routing,
                                   store=store, run_dir=run_dir, pool=pool, progress=progress,
                                   prompt_pool=prompt_pool, llm_client=llm_client, memory=memory,
                                   archive=KernelArchive(spec_from_meta(store.get_meta("archive_spec")), seed=cfg.seed))
@@ -145,7 +148,19 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker, stop=None) -> tuple[d
 RESUME_KEEPS = {"seed": "--seed", "hardware": "--hardware", "models": "--model", "strategy": "--strategy",
                 "prompt_evolution": "--no-prompt-evolution", "tuning": "--no-tuning",
                 "max_kernel_configs": "--max-kernel-configs", "prompt_dir": "--prompts",
-                "memory": "--memory", "memory_mode": "--no-memory"}
+                "memory": "--memory", "memory_mode": "--no-memory", "routing": "--routing"}
+
+
+def _routing_hook(cfg, task: Task, hardware: list[str], mutator_spec: dict, memory):
+    """The run's LLM router (docs/llm.md, "Routing"), or None for the built-in mutator."""
+    if mutator_spec.get("type") != "llm":
+        return None
+    from ..memory.signature import signature_of
+    from .routing import RoutingHook
+    op_kind = memory.sig.op_kind if memory is not None else signature_of(task, hardware).op_kind
+    priors = memory.priors if memory is not None and memory.read else None
+    return RoutingHook(mutator_spec["models"], policy=getattr(cfg, "routing", None), op_kind=op_kind,
+                       priors=priors, max_cost=cfg.max_cost, max_seconds=getattr(cfg, "max_llm_seconds", None))
 
 
 def _open_memory(cfg, task: Task, hardware: list[str], mutator_spec: dict, progress,
