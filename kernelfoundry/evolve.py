@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-cost", type=float, metavar="USD", help="stop proposing once LLM spend reaches USD")
     p.add_argument("--max-llm-seconds", type=float, metavar="S",
                    help="stop proposing once the LLM calls' summed latency reaches S (sim models: virtual)")
-    p.add_argument("--routing", choices=("fixed", "adaptive"),
+    p.add_argument("--routing", metavar="fixed|adaptive",
                    help="how an ensemble picks the model per request: fixed weights, or the adaptive router "
                         "(expected gain per cost and time; default when more than one model); docs/llm.md")
     p.add_argument("--max-kernel-configs", type=int, default=8,

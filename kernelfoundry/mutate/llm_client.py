@@ -342,9 +342,10 @@ class LLMClient:
                               error_kind=classify_error(exc))
                 return record
         record["latency_s"] = time.monotonic() - start
-        virtual = (getattr(response, "_hidden_params", None) or {}).get("kernelfoundry_latency_s")
-        if virtual is not None:         # a simulated model: its profile's latency, not our wall time
-            record["latency_s"], record["latency_note"] = float(virtual), "virtual (sim profile)"
+        hidden = getattr(response, "_hidden_params", None) or {}
+        if hidden.get("kernelfoundry_latency_s") is not None:   # a sim model: its profile's latency, not ours
+            record.update(latency_s=float(hidden["kernelfoundry_latency_s"]), latency_note="virtual (sim profile)",
+                          sim=hidden.get("kernelfoundry_sim"))
         text = _reply_text(response)
         u = getattr(response, "usage", None)
         record["prompt_tokens"] = int(getattr(u, "prompt_tokens", 0) or 0)
