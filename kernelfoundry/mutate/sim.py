@@ -47,11 +47,8 @@ _SEEN_LOCK = threading.Lock()
 
 
 def _text(messages: list[dict[str, Any]]) -> str:
-    parts = []
-    for m in messages:
-        c = m.get("content")
-        parts.append(c if isinstance(c, str) else "".join(p.get("text", "") for p in c or [] if isinstance(p, dict)))
-    return "\n".join(parts)
+    from .replay import _content_text
+    return "\n".join(_content_text(m.get("content")) for m in messages)
 
 
 def _rng(model: str, text: str) -> random.Random:
@@ -213,12 +210,10 @@ def sim_handler():
 def register_sim_provider() -> None:
     """Add the ``sim`` provider to ``litellm.custom_provider_map`` and its prices to the map (idempotent)."""
     import litellm
-    if not any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
-        litellm.custom_provider_map = [*litellm.custom_provider_map,
-                                       {"provider": PROVIDER, "custom_handler": sim_handler()}]
+
+    from .replay import register_custom_provider
+    if register_custom_provider(PROVIDER, sim_handler):
         register_prices(litellm)
-    from litellm.utils import custom_llm_setup
-    custom_llm_setup()
 
 
 def _provider_class():

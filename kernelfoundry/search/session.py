@@ -226,6 +226,8 @@ def _mutator_setup(cfg, task: Task, seeds: list[tuple[str, str]]):
         note = "no LLM model configured: using the built-in offline mutator"
         if cfg.prompt_dir:
             note += f" (--prompts {cfg.prompt_dir} is unused without a model)"
+        if getattr(cfg, "routing", None):
+            note += f" (--routing {cfg.routing} is unused without a model)"
         return {"type": "builtin"}, None, None, note
     from ..mutate.llm_client import LLMClient, parse_model_specs
     specs = parse_model_specs(list(task.models), list(cfg.models))

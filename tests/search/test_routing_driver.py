@@ -3,6 +3,7 @@ the run store keeps each decision, summary.json has ``routing``, --max-llm-secon
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 
 from kernelfoundry.search.archive import ArchiveSpec, KernelArchive
@@ -11,6 +12,9 @@ from kernelfoundry.search.progress import ProgressLine
 from kernelfoundry.search.routing import RoutingHook
 from kernelfoundry.store import RunStore
 from kernelfoundry.task import load_task
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "experiments"))
+from bench_engine import InlinePool  # noqa: E402
 
 TASK = Path(__file__).parents[2] / "experiments" / "tasks" / "softmax.yaml"
 SPEC = ArchiveSpec(names=("tiling", "memory_pattern"), ranges=((0.0, 24.0), (0.0, 6.0)), bins=(12, 6),
@@ -46,35 +50,13 @@ class FakeLLMWorker:
                 "objective": 0.5 + (h % 1000) / 400.0 if ok else None, "hardware": {}, "seconds": 0.0}
 
 
-class InlinePool:
-    def __init__(self, n):
-        self.workers = [FakeLLMWorker(i) for i in range(n)]
-        self.futures, self.replaced, self._next = {}, 0, 0
-
-    def idle_workers(self):
-        busy = {f.worker for f, _ in self.futures.values()}
-        return [i for i in range(len(self.workers)) if i not in busy]
-
-    def submit(self, worker, stage, flight, *args):
-        flight.stage, flight.worker = stage, worker
-        self._next += 1
-        self.futures[self._next] = (flight, args)
-
-    def wait(self, timeout_s):
-        out = []
-        for key in list(self.futures):
-            flight, args = self.futures.pop(key)
-            out.append((flight, getattr(self.workers[flight.worker], flight.stage)(*args), None))
-        return out
-
-
 def run(tmp_path, budget, **settings):
     store = RunStore(tmp_path / "run.sqlite")
     hook = RoutingHook([{"name": n, "weight": 1.0} for n in MODELS], prices={}, max_seconds=settings.get(
         "max_llm_seconds"))
     driver = SearchDriver(task=load_task(TASK), settings=SearchSettings(budget=budget, workers=2, seed=0,
                                                                        hardware=["h100"], **settings),
-                          store=store, run_dir=tmp_path, pool=InlinePool(2), progress=ProgressLine(budget, quiet=True),
+                          store=store, run_dir=tmp_path, pool=InlinePool(2, [FakeLLMWorker(i) for i in range(2)]), progress=ProgressLine(budget, quiet=True),
                           archive=KernelArchive(SPEC), routing=hook)
     return driver.run([("seed.py", "SEED")]), store
 
