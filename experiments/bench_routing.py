@@ -44,7 +44,7 @@ ARMS = {"fixed-50/50": ([STRONG, FAST], "fixed"), "strong": ([STRONG], None), "f
         "router": ([STRONG, FAST], "adaptive")}
 
 
-def run_arm(task_path: Path, arm: str, seed: int, budget: int, out: Path, workers: int) -> dict:
+def run_arm(task_path: Path, arm: str, seed: int, budget: int, out: Path, workers: int, configs: int) -> dict:
     """One run's summary (read back if it finished before)."""
     from kernelfoundry.search.session import run_evolution
     task = load_task(task_path)
@@ -59,6 +59,7 @@ def run_arm(task_path: Path, arm: str, seed: int, budget: int, out: Path, worker
     models, routing = ARMS[arm]
     cfg = EvolveConfig(task=task_path, budget=budget, workers=workers, seed=seed, out=run_dir, models=list(models),
                        routing=routing, prompt_evolution=False, quiet=True, memory_mode="off",
+                       max_kernel_configs=configs,
                        verdict_cache=out / "verdicts.sqlite")
     summary, _ = run_evolution(cfg)
     return summary
@@ -97,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=30, help="candidates per run (seeds included)")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--max-kernel-configs", type=int, default=2,
+                        help="kernel configs traced per candidate, the same in every arm (evolve's default is 8)")
     parser.add_argument("--out", type=Path, help="bench directory (default: archives/bench/routing-<UTC time>)")
     args = parser.parse_args(argv)
     tasks = load_suite(SUITE).tasks
@@ -114,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         for arm in ARMS:
             per_task = []
             for task_path in tasks:
-                s = run_arm(task_path, arm, seed, budget, out, args.workers)
+                s = run_arm(task_path, arm, seed, budget, out, args.workers, args.max_kernel_configs)
                 per_task.append(s)
                 print(f"  seed {seed} {arm:<12} {s['task']:<18} best {s.get('best_objective') or 0:.3f} "
                       f"QD {s['qd_score']:.2f} ${s['llm']['cost_usd']:.4f} {s['llm'].get('seconds', 0):.0f} s "
@@ -128,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
                 "calls": {m: sum(((s.get("routing") or {}).get("models") or {}).get(m, {}).get("calls", 0)
                                  for s in per_task) for m in (STRONG, FAST)}})
     print(f"\nrouting benchmark: {len(tasks)} task(s) of {SUITE.name}, budget {budget} candidates per run, "
-          f"seeds {','.join(map(str, seeds))}; mean±sd over seeds")
+          f"{args.max_kernel_configs} kernel configs per candidate, seeds {','.join(map(str, seeds))}; "
+          f"mean±sd over seeds")
     head = (f"{'arm':<12} {'best obj (geo)':>15} {'QD-score':>15} {'LLM cost $':>15} {'LLM time s':>17} "
             f"{'obj per $':>10} {'strong:fast':>11} {'route ms':>9}")
     print(head)
