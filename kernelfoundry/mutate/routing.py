@@ -32,7 +32,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..memory.bandit import COLD_MEAN, COLD_PRIOR_N, KAPPA, PRIOR_CAP, REWARD_SD, Arm, action_name
+from ..memory.bandit import COLD_MEAN, COLD_PRIOR_N, KAPPA, PRIOR_CAP, REWARD_SD, Arm
 from ..memory.values import DRAFT, FAILED_REFINE, REFINE, gain_of, reward_of
 
 POLICIES = ("fixed", "adaptive")
@@ -339,4 +339,4 @@ def _rounded(scores: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]
     return scores
 
 
-__all__ = ["Decision", "POLICIES", "Router", "RoutingError", "routing_value", "action_name"]
+__all__ = ["Decision", "POLICIES", "Router", "RoutingError", "action_name_of", "routing_value"]

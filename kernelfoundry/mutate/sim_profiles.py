@@ -8,7 +8,7 @@ profile.  Field meanings are documented in that YAML file and in docs/llm.md.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,6 @@ class SimProfile:
     sleep: bool = False
     time_scale: float = 1.0
     description: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def quality_for(self, mode: str | None) -> float:
         return self.quality.get(mode or "", self.quality["default"])

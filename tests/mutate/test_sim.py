@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from kernelfoundry.mutate.base import MutationRequest, ParentView
-from kernelfoundry.mutate.edits import EditError, apply_reply
+from kernelfoundry.mutate.edits import apply_reply
 from kernelfoundry.mutate.llm import LLMMutator
 from kernelfoundry.mutate.llm_client import LLMClient, ModelSpecError, parse_model_specs
 from kernelfoundry.mutate.sim import diff_blocks, reset_sim
