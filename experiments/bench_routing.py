@@ -98,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=30, help="candidates per run (seeds included)")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--arms", default=",".join(ARMS),
+                        help="arms to run (the table needs all four: runs finished in --out are read back)")
     parser.add_argument("--max-kernel-configs", type=int, default=2,
                         help="kernel configs traced per candidate, the same in every arm (evolve's default is 8)")
     parser.add_argument("--out", type=Path, help="bench directory (default: archives/bench/routing-<UTC time>)")
@@ -111,10 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     from kernelfoundry.search.cluster import start_ray
     start_ray(workers=args.workers)
-    results: dict[str, list[dict]] = {arm: [] for arm in ARMS}      # per arm: one entry per seed
+    arms = [a.strip() for a in args.arms.split(",") if a.strip()]
+    bad = [a for a in arms if a not in ARMS]
+    if bad or not arms:
+        parser.error(f"--arms: unknown arm(s) {', '.join(bad)}; known: {', '.join(ARMS)}")
+    results: dict[str, list[dict]] = {arm: [] for arm in arms}      # per arm: one entry per seed
     t_start = time.time()
     for seed in seeds:
-        for arm in ARMS:
+        for arm in arms:
             per_task = []
             for task_path in tasks:
                 s = run_arm(task_path, arm, seed, budget, out, args.workers, args.max_kernel_configs)
@@ -142,6 +148,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{arm:<12} {_ms([r['best'] for r in rows]):>15} {_ms([r['qd'] for r in rows]):>15} "
               f"{_ms([r['cost'] for r in rows]):>15} {_ms([r['seconds'] for r in rows]):>17} "
               f"{statistics.mean(per_dollar):>10.1f} {calls:>11} {statistics.mean(r['ms'] for r in rows):>9.4f}")
+    ms = router_overhead(2000 if args.smoke else 20000)
+    print(f"\nrouter alone: {ms:.4f} ms per request (choose + observe; target <= 0.5 ms)")
+    print(f"bench directory: {out}")
+    if set(results) != set(ARMS):
+        return 0
     strong, router, fixed = results["strong"], results["router"], results["fixed-50/50"]
     mean = lambda rows, k: statistics.mean(r[k] for r in rows)  # noqa: E731
     sd = statistics.stdev([r["best"] for r in strong]) if len(strong) > 1 else 0.0
@@ -156,9 +167,6 @@ def main(argv: list[str] | None = None) -> int:
     if len(per_dollar) == 2:
         print(f"  objective per dollar vs fixed 50/50: {per_dollar['router']:.1f} vs {per_dollar['fixed']:.1f}: "
               f"{'met' if per_dollar['router'] > per_dollar['fixed'] else 'missed'}")
-    ms = router_overhead(2000 if args.smoke else 20000)
-    print(f"\nrouter alone: {ms:.4f} ms per request (choose + observe; target <= 0.5 ms)")
-    print(f"bench directory: {out}")
     return 0
 
 

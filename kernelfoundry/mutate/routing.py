@@ -19,8 +19,9 @@ each outcome to :meth:`Router.observe`.  Per (model, request kind) the router le
 A request goes to the model with the highest Thompson-sampled value per unit of resource,
 ``value / (1 + cost / cost_ref + seconds / time_ref)`` -- the 1 is the candidate slot itself;
 ``cost_ref`` and ``time_ref`` are the money and LLM seconds left per remaining slot under
-``--max-cost`` / ``--max-llm-seconds``, else the ensemble's mean predicted cost and time, so
-a call of typical price and duration costs one slot's worth each.  Models whose predicted
+``--max-cost`` / ``--max-llm-seconds``, else the geometric mean of the ensemble's predicted
+costs and times (symmetric in price ratios), so a call of typical price and duration costs one
+slot's worth each.  Models whose predicted
 cost or time exceeds what is left are not chosen (unless none fits: then the cheapest), and a
 model with fewer than ``min_share`` of the decisions is chosen outright, so none is starved.
 """
@@ -210,8 +211,8 @@ class Router:
         left_s = None if self.max_seconds is None else max(0.0, self.max_seconds - spent_seconds)
         fits = [n for n in self.names if (left_usd is None or pred[n][1] <= left_usd)
                 and (left_s is None or pred[n][2] <= left_s)]
-        c_ref = left_usd / slots if left_usd is not None else sum(p[1] for p in pred.values()) / len(pred)
-        t_ref = left_s / slots if left_s is not None else sum(p[2] for p in pred.values()) / len(pred)
+        c_ref = left_usd / slots if left_usd is not None else _geomean([p[1] for p in pred.values()])
+        t_ref = left_s / slots if left_s is not None else _geomean([p[2] for p in pred.values()])
         scores: dict[str, dict[str, float]] = {}
         for n in self.names:
             tokens, usd, secs = pred[n]
@@ -327,6 +328,12 @@ class Router:
 def action_name_of(model: str) -> str:
     """The memory's action name of an LLM model (the candidate's mutator)."""
     return f"llm:{model}"
+
+
+def _geomean(xs: list[float]) -> float:
+    """The geometric mean of the positive values (0 if none): a reference price symmetric in ratios."""
+    xs = [x for x in xs if x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else 0.0
 
 
 def _denominator(s: dict[str, float]) -> str:
