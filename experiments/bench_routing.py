@@ -9,7 +9,8 @@ with the same candidate budget, the real verifier and performance model, and sim
     fixed-50/50   sim/strong + sim/fast, fixed equal weights (--routing fixed)
     strong        sim/strong only
     fast          sim/fast only
-    router        sim/strong + sim/fast, adaptive routing (the default for an ensemble)
+    router        sim/strong + sim/fast, adaptive routing (the default for an ensemble), with
+                  --max-cost = 0.4 x what `strong` spent on the same task and seed (--router-cost-share)
 
 Prompt evolution and the experience memory are off, so arms differ only in who answers.
 Per arm (over seeds): best objective (geometric mean over tasks), QD-score (sum over tasks),
@@ -44,7 +45,8 @@ ARMS = {"fixed-50/50": ([STRONG, FAST], "fixed"), "strong": ([STRONG], None), "f
         "router": ([STRONG, FAST], "adaptive")}
 
 
-def run_arm(task_path: Path, arm: str, seed: int, budget: int, out: Path, workers: int, configs: int) -> dict:
+def run_arm(task_path: Path, arm: str, seed: int, budget: int, out: Path, workers: int, configs: int,
+            max_cost: float | None = None) -> dict:
     """One run's summary (read back if it finished before)."""
     from kernelfoundry.search.session import run_evolution
     task = load_task(task_path)
@@ -59,7 +61,7 @@ def run_arm(task_path: Path, arm: str, seed: int, budget: int, out: Path, worker
     models, routing = ARMS[arm]
     cfg = EvolveConfig(task=task_path, budget=budget, workers=workers, seed=seed, out=run_dir, models=list(models),
                        routing=routing, prompt_evolution=False, quiet=True, memory_mode="off",
-                       max_kernel_configs=configs,
+                       max_kernel_configs=configs, max_cost=max_cost,
                        verdict_cache=out / "verdicts.sqlite")
     summary, _ = run_evolution(cfg)
     return summary
@@ -98,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=30, help="candidates per run (seeds included)")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--router-cost-share", type=float, default=0.4, metavar="F",
+                        help="the router arm's --max-cost: F times what the strong-only arm spent on the same task "
+                             "and seed (0: no cap, the router prices money against the ensemble's own prices)")
     parser.add_argument("--arms", default=",".join(ARMS),
                         help="arms to run (the table needs all four: runs finished in --out are read back)")
     parser.add_argument("--max-kernel-configs", type=int, default=2,
@@ -123,7 +128,11 @@ def main(argv: list[str] | None = None) -> int:
         for arm in arms:
             per_task = []
             for task_path in tasks:
-                s = run_arm(task_path, arm, seed, budget, out, args.workers, args.max_kernel_configs)
+                cap = None
+                if arm == "router" and args.router_cost_share > 0:
+                    strong = run_arm(task_path, "strong", seed, budget, out, args.workers, args.max_kernel_configs)
+                    cap = args.router_cost_share * strong["llm"]["cost_usd"]
+                s = run_arm(task_path, arm, seed, budget, out, args.workers, args.max_kernel_configs, cap)
                 per_task.append(s)
                 print(f"  seed {seed} {arm:<12} {s['task']:<18} best {s.get('best_objective') or 0:.3f} "
                       f"QD {s['qd_score']:.2f} ${s['llm']['cost_usd']:.4f} {s['llm'].get('seconds', 0):.0f} s "
@@ -138,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
                                  for s in per_task) for m in (STRONG, FAST)}})
     print(f"\nrouting benchmark: {len(tasks)} task(s) of {SUITE.name}, budget {budget} candidates per run, "
           f"{args.max_kernel_configs} kernel configs per candidate, seeds {','.join(map(str, seeds))}; "
-          f"mean±sd over seeds")
+          f"mean±sd over seeds; the router's --max-cost is {args.router_cost_share:g} x the strong arm's spend "
+          f"on the same task and seed" + (" (none)" if not args.router_cost_share else ""))
     head = (f"{'arm':<12} {'best obj (geo)':>15} {'QD-score':>15} {'LLM cost $':>15} {'LLM time s':>17} "
             f"{'obj per $':>10} {'strong:fast':>11} {'route ms':>9}")
     print(head)
