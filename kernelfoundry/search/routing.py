@@ -57,6 +57,7 @@ class RoutingHook:
                                  max_seconds=max_seconds)
         except RoutingError as exc:
             raise UserError(str(exc)) from None
+        self.committed: dict[int, tuple[float, float]] = {}   # job seed -> predicted (USD, s), in flight
         self.seconds = 0.0                # time spent routing (choose + observe)
         self.requests = 0                 # LLM jobs routed or observed
 
@@ -75,13 +76,19 @@ class RoutingHook:
             mode = request_mode(job["kind"], bool(parent.get("passed")), bool(job.get("inspirations")), rng)
         except ValueError:
             return                       # the worker reports the bad kind
-        d = self.router.choose(mode, len(parent.get("source") or ""), rng, spent_usd=spent_usd,
-                               spent_seconds=spent_seconds, slots_left=slots_left)
+        # what the jobs in flight will spend counts as spent: a budget is not overrun by the calls in flight
+        owed_usd = sum(c for c, _ in self.committed.values())
+        owed_s = sum(t for _, t in self.committed.values())
+        d = self.router.choose(mode, len(parent.get("source") or ""), rng, spent_usd=spent_usd + owed_usd,
+                               spent_seconds=spent_seconds + owed_s, slots_left=slots_left)
         job.update(model=d.model, mode=mode, routing=d.to_dict())
+        s = d.scores.get(d.model, {})
+        self.committed[job["seed"]] = (float(s.get("usd", 0.0)), float(s.get("seconds", 0.0)))
         self.seconds += time.perf_counter() - t0
 
     def observe(self, job: dict[str, Any], proposal: dict[str, Any] | None, row: dict[str, Any] | None) -> None:
         """Learn from a finished LLM job (*row* None: a duplicate proposal) and log the decision."""
+        self.committed.pop(job.get("seed"), None)
         proposal = proposal or {}
         mutator = proposal.get("mutator") or ""
         log = proposal.get("llm_log") or []

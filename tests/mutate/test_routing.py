@@ -135,3 +135,18 @@ def test_routing_costs_well_under_half_a_millisecond_per_request():
         router.observe(d.model, "mutate", passed=i % 3 == 0, parent_objective=1.0, child_objective=1.05,
                        parent_chars=1500, prompt_tokens=2000, completion_tokens=300, seconds=4.0, cost_usd=0.001)
     assert (time.perf_counter() - t0) / 2000 < 0.5e-3
+
+
+def test_jobs_in_flight_count_against_the_budget():
+    hook = RoutingHook([{"name": "cheap", "weight": 1}, {"name": "dear", "weight": 50}], prices=PRICES,
+                       max_cost=0.02)
+    dear_usd = hook.router.predict("dear", "mutate", 800)[1]
+    jobs = []
+    for seed in range(12):                  # twelve jobs routed before any of them returns
+        job = {"kind": "mutate", "seed": seed, "inspirations": [],
+               "parent": {"id": 1, "source": "x" * 800, "passed": True, "objective": 1.0}}
+        hook.route(job, spent_usd=0.0, spent_seconds=0.0, slots_left=12 - seed)
+        jobs.append(job)
+    assert sum(j["model"] == "dear" for j in jobs) <= int(0.02 / dear_usd)
+    hook.observe(jobs[0], {"mutator": f"llm:{jobs[0]['model']}", "llm_log": [], "usage": {}}, {"passed": False})
+    assert len(hook.committed) == 11
