@@ -91,7 +91,7 @@ def load_suite(path: str | Path) -> Suite:
 
 def run_one(task_path: Path, method: str, seed: int, *, budget: int, workers: int, models: list[str],
             run_dir: Path, verdict_cache: Path | None = None, memory: Path | None = None,
-            memory_mode: str = "off", stop=None) -> dict[str, Any]:
+            memory_mode: str = "off", stop=None, device: str = "auto", device_top_k: int = 8) -> dict[str, Any]:
     """One evolve run (resumed if a previous bench left it unfinished); returns its result row.
 
     A run that already reached the budget, or stopped early by itself (``stop_reason``), is
@@ -108,7 +108,8 @@ def run_one(task_path: Path, method: str, seed: int, *, budget: int, workers: in
     cfg = EvolveConfig(task=task_path, budget=budget, workers=workers, seed=seed,
                        out=None if resume else run_dir, resume=resume, models=list(models), strategy=strategy,
                        prompt_evolution=prompts, tuning=tuning, quiet=True, verdict_cache=verdict_cache,
-                       memory=memory, memory_mode=memory_mode if memory is not None else "off")
+                       memory=memory, memory_mode=memory_mode if memory is not None else "off",
+                       device=device, device_top_k=device_top_k)
     summary, _ = run_evolution(cfg, stop=stop)
     return row_from_run(run_dir, method=method, seed=seed, summary=summary,
                         seconds=float(summary.get("wall_seconds", 0.0)))
@@ -243,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="verify every run's kernels afresh instead of sharing verdicts between runs")
     p.add_argument("--report-only", action="store_true",
                    help="run nothing: rewrite results.csv and report.md of --out from its finished runs")
+    from .evolve import add_device_options
+    add_device_options(p)
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     args = p.parse_args(argv)
     if args.report_only and args.out is None:
@@ -275,6 +278,11 @@ def _run(args) -> int:
             raise UserError(f"{flag} names {sorted({v for v in values if values.count(v) > 1})} more than once.")
     if args.budget is not None and args.budget < 1:
         raise UserError(f"--budget must be at least 1; got {args.budget}.")
+    if args.device == "cuda":                # no GPU here (and no cluster to ask): exit 2 before any run starts
+        from .measure.device import resolve_device
+        from .search.cluster import resolve_address
+        if resolve_address(args.ray_address) is None:
+            resolve_device(args.device, top_k=args.device_top_k)
     if args.memory is not None and args.memory_mode != "shared":
         raise UserError(f"--memory {args.memory} is for --memory-mode shared (cold uses no memory; loo keeps its "
                         "own under OUT/memory/).")
@@ -330,6 +338,7 @@ def _run_plan(args, out: Path, plan: list["PlannedRun"], budget: int) -> tuple[l
                 copy_memory_without(run.loo_source, run.memory, run.task.name)
             row = run_one(run.path, run.method, run.seed, budget=budget, workers=workers, models=args.models,
                           run_dir=run_dir, memory=run.memory, memory_mode=run.memory_mode, stop=stop,
+                          device=args.device, device_top_k=args.device_top_k,
                           verdict_cache=None if args.no_verdict_cache else out / "verdicts.sqlite")
         except UserError as exc:          # this run cannot go on; the others can
             with lock:

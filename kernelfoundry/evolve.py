@@ -47,6 +47,8 @@ class EvolveConfig:
     verdict_cache: Path | None = None     # shared by bench runs; see evaluate/verdict_cache.py
     memory: Path | None = None             # experience memory file (None: $KERNELFOUNDRY_MEMORY or archives/)
     memory_mode: str = "on"                # "on" (read and write), "write" (record only), "off"
+    device: str = "auto"                   # auto | cuda | model: measure on a GPU (docs/device.md)
+    device_top_k: int = 8                  # configs per target shape the device times (the model's fastest)
     explicit: frozenset[str] = frozenset()  # options given on the command line (a resume checks them)
 
 
@@ -103,9 +105,19 @@ def build_parser() -> argparse.ArgumentParser:
                         "tasks; see docs/memory.md and `python -m kernelfoundry.memory stats`")
     p.add_argument("--no-memory", dest="memory_mode", action="store_const", const="off", default="on",
                    help="neither read nor write the experience memory (a cold, reproducible run)")
+    add_device_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     return p
+
+
+def add_device_options(p: argparse.ArgumentParser) -> None:
+    """``--device`` and ``--device-top-k`` (evolve, verify and bench; docs/device.md)."""
+    p.add_argument("--device", choices=("auto", "cuda", "model"), default="auto",
+                   help="auto (default): measure on the GPU when torch sees one, else the model alone; cuda: "
+                        "require a GPU; model: never measure")
+    p.add_argument("--device-top-k", type=int, default=8, metavar="K",
+                   help="configs per target shape the device times: the model's K fastest (default 8)")
 
 
 def config_from_args(args: argparse.Namespace) -> EvolveConfig:
@@ -124,6 +136,8 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
         raise UserError(f"--workers must be 0 (auto) or positive; got {args.workers}.")
     if args.max_kernel_configs < 1:
         raise UserError(f"--max-kernel-configs must be at least 1; got {args.max_kernel_configs}.")
+    if args.device_top_k < 1:
+        raise UserError(f"--device-top-k must be at least 1; got {args.device_top_k}.")
     if args.max_cost is not None and args.max_cost < 0:
         raise UserError(f"--max-cost must be non-negative; got {args.max_cost}.")
     if args.max_llm_seconds is not None and not args.max_llm_seconds > 0:
@@ -142,7 +156,8 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
                         prompt_evolution=args.prompt_evolution, tuning=args.tuning, max_cost=args.max_cost,
                         max_llm_seconds=args.max_llm_seconds, routing=args.routing,
                         max_kernel_configs=args.max_kernel_configs, prompt_dir=args.prompt_dir, quiet=args.quiet,
-                        memory=args.memory, memory_mode=args.memory_mode)
+                        memory=args.memory, memory_mode=args.memory_mode, device=args.device,
+                        device_top_k=args.device_top_k)
 
 
 def explicit_options(argv: list[str] | None) -> set[str]:

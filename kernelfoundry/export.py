@@ -103,7 +103,8 @@ def _clear_previous(out: Path, force: bool) -> None:
     """Remove the files of a previous export in *out*; refuse other files unless *force*."""
     if not out.is_dir():
         return
-    previous = {MANIFEST}
+    from .measure.export_bench import BENCH_SCRIPT
+    previous = {MANIFEST, BENCH_SCRIPT}
     try:
         old = json.loads((out / MANIFEST).read_text())
         previous |= {str(k["file"]) for k in old["kernels"]} | ({str(old["problem_file"])} if old.get("problem_file")
@@ -184,6 +185,12 @@ def export_run(run_dir: str | Path, *, out: Path | None = None, top: int | None 
                              "hardware": {k: {f: v.get(f) for f in ("latency_s", "sol_fraction", "baseline_s",
                                                                      "best_params")}
                                           for k, v in row.hardware.items()}})
+        if manifest:                     # a GPU user's check-and-time script, both formats (docs/device.md)
+            from .measure.export_bench import BENCH_SCRIPT, bench_spec, render_bench
+            hw = manifest[0]["default_hardware"]
+            kernels = [(m["file"], run.store.get_candidate(m["candidate_id"]).hardware) for m in manifest
+                       if hw in (run.store.get_candidate(m["candidate_id"]).hardware or {})]
+            _write(out / BENCH_SCRIPT, render_bench(bench_spec(run.task, hw, kernels)))
         try:
             write_json_atomic(out / MANIFEST, _finite({"task": run.task.name, "run_dir": str(run.run_dir),
                                                        "format": fmt, "problem_file": problem_name,

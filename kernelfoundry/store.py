@@ -49,7 +49,9 @@ CREATE TABLE IF NOT EXISTS candidates (
     worker TEXT,
     job_seed INTEGER,
     seconds REAL NOT NULL,
-    verify_seconds REAL NOT NULL
+    verify_seconds REAL NOT NULL,
+    predicted_objective REAL,
+    measured TEXT
 );
 CREATE INDEX IF NOT EXISTS candidates_passed ON candidates(passed, objective);
 CREATE TABLE IF NOT EXISTS llm_calls (
@@ -112,9 +114,13 @@ class CandidateRow:
     job_seed: int | None
     seconds: float
     verify_seconds: float
+    predicted_objective: float | None = None   # the model's objective when a device measured the candidate
+    measured: dict | None = None               # the device's record (kernelfoundry/measure, docs/device.md)
 
 
-_JSON_COLUMNS = ("parent_ids", "param_space", "gates", "descriptors", "cell", "hardware")
+_JSON_COLUMNS = ("parent_ids", "param_space", "gates", "descriptors", "cell", "hardware", "measured")
+#: columns added after schema 1 (older stores get them, empty, when opened)
+_ADDED_COLUMNS = {"predicted_objective": "REAL", "measured": "TEXT"}
 
 
 class RunStore:
@@ -128,6 +134,13 @@ class RunStore:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.executescript(_SCHEMA)
+        have = {row[1] for row in self.conn.execute("PRAGMA table_info(candidates)")}
+        for column, kind in _ADDED_COLUMNS.items():
+            if column not in have:
+                try:
+                    self.conn.execute(f"ALTER TABLE candidates ADD COLUMN {column} {kind}")
+                except sqlite3.OperationalError:      # a read-only store: its rows read with these empty
+                    pass
         if self.get_meta("schema_version") is None:
             self.set_meta("schema_version", SCHEMA_VERSION)
 

@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip the compile gate (the model keeps its register/shared-memory estimates)")
     p.add_argument("--asm", metavar="DIR",
                    help="write the PTX and SASS (NVIDIA) or AMDGCN (AMD) of each GPU's best config into DIR/<hardware>/")
+    from .evolve import add_device_options
+    add_device_options(p)
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     return p
 
@@ -170,17 +172,30 @@ def run(args: argparse.Namespace) -> int:
     seed = verify_seed(source) if args.seed is None else args.seed
     if args.asm and args.no_compile:
         raise UserError("--asm needs the compile gate; drop --no-compile.")
+    from .measure.device import resolve_device
+    device = resolve_device(args.device, top_k=args.device_top_k)     # exit 2 for --device cuda without a GPU
     result = verify(task, source, hardware, seed=seed, limits=default_limits(task, args.timeout),
                     max_kernel_configs=args.max_kernel_configs, compile=not args.no_compile)
     if args.asm:
         write_asm_files(result, args.asm)
     notes = error_notes(task, list(result.hardware)) if result.hardware else {}
+    record = None
+    if device is not None and result.passed:
+        from .measure.measurer import DeviceMeasurer
+        record = DeviceMeasurer(device).measure(task, source, result, hardware[0] if hardware else task.hardware[0],
+                                                seed)
     if args.json:
-        print(json.dumps(to_json(result, task_name=task.name, kernel=args.kernel, with_traces=args.traces,
-                                 notes=notes)))
+        out = to_json(result, task_name=task.name, kernel=args.kernel, with_traces=args.traces, notes=notes)
+        if record is not None:
+            from .measure.measurer import merge_verdict
+            out = merge_verdict(out, record)
+        print(json.dumps(out))
     else:
         print(format_text(result, task_name=task.name, kernel=args.kernel, notes=notes))
-    return 0 if result.passed else 1
+        if record is not None:
+            from .measure.report import format_measured
+            print("\n".join(format_measured(record)))
+    return 0 if result.passed and (record is None or record.get("passed")) else 1
 
 
 def main(argv: list[str] | None = None) -> int:

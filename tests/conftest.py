@@ -19,3 +19,28 @@ def ray_local():
                       os.path.join(os.path.dirname(os.path.abspath(__file__)), "search")])}})
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def job_module(tmp_path_factory):
+    """Factory: ``job_module(source, prefix)`` writes *source* as a job module a sandboxed child can import
+    (its directory on PYTHONPATH until the test module ends) and returns its name; fork servers stop after."""
+    import uuid
+    old = os.environ.get("PYTHONPATH")
+
+    def install(source: str, prefix: str) -> str:
+        directory = tmp_path_factory.mktemp(prefix)
+        os.chmod(directory, 0o755)
+        os.chmod(directory.parent, 0o755)
+        name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+        (directory / f"{name}.py").write_text(source)
+        os.chmod(directory / f"{name}.py", 0o644)
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(directory), os.environ.get("PYTHONPATH")) if p)
+        return name
+    yield install
+    from kernelfoundry.evaluate.sandbox import shutdown_fork_servers
+    shutdown_fork_servers()
+    if old is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = old

@@ -23,7 +23,6 @@ still reports what it finished; before each request the job appends
 from __future__ import annotations
 
 import base64
-import json
 import os
 import sys
 import tempfile
@@ -39,6 +38,7 @@ from triton._C.libtriton import ir, llvm  # noqa: E402
 from triton.backends.compiler import GPUTarget, Language  # noqa: E402
 from triton.compiler.compiler import ASTSource, make_backend  # noqa: E402
 
+from ..evaluate.child_job import job_main, report_progress  # noqa: E402
 from ..safe_io import write_json_atomic  # noqa: E402
 
 #: Triton metadata fields passed back (JSON scalars only).
@@ -70,13 +70,6 @@ def _warm_up() -> None:
                                                "options": options})
         except Exception:  # noqa: BLE001 - a backend that cannot warm up is reported by the real jobs
             pass
-
-
-def report_progress(stage: str) -> None:
-    path = os.environ.get("KF_SANDBOX_PROGRESS")
-    if path:
-        with open(path, "a") as f:
-            f.write(stage + "\n")
 
 
 @contextmanager
@@ -212,24 +205,9 @@ def run_job(payload: dict[str, Any], out_path: Path) -> dict[str, Any]:
     return result
 
 
-
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print("usage: python -m kernelfoundry.compiler.job IN.json OUT.json", file=sys.stderr)
-        return 2
-    in_path, out_path = Path(args[0]), Path(args[1])
-    try:
-        payload = json.loads(in_path.read_text())
-        result = run_job(payload, out_path)
-    except Exception as exc:  # a bad payload or a job bug, not a candidate failure
-        write_json_atomic(out_path, {"error": f"{type(exc).__name__}: {exc}", "results": {}, "done": False})
-        print(f"compile job error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    write_json_atomic(out_path, result)
-    return 0
+    return job_main(argv, "kernelfoundry.compiler.job", run_job, {"results": {}, "done": False},
+                    "compile job error")
 
 
 if __name__ == "__main__":

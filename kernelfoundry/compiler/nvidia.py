@@ -116,6 +116,23 @@ def _trim(text: str, limit: int = 1500) -> str:
     return text if len(text) <= limit else text[:limit // 2] + "\n...\n" + text[-limit // 2:]
 
 
+#: ``debug`` choices of :func:`ptxas_argv`, as Triton's ``make_cubin`` picks them from its knobs.
+PTXAS_DEBUG = {"lineinfo": ["-lineinfo"], "none": ["-lineinfo", "-suppress-debug-info"], "full": ["-g"]}
+
+
+def ptxas_argv(ptxas: str, gpu_name: str, *, fmad: bool = True, debug: str = "lineinfo",
+               opt_level: int | None = None) -> list[str]:
+    """The ptxas command line Triton's ``make_cubin`` builds (``-v``, ``--regAllocOptLevel=2``), reading
+    ``{dir}/kernel.ptx`` and writing ``{dir}/kernel.cubin`` (placeholders for :func:`run_tool`).
+
+    *debug*: a key of :data:`PTXAS_DEBUG`; *opt_level*: None (ptxas's default) or ``--opt-level N``.
+    Used by the driver's own build and by the sandbox's ptxas broker (:mod:`..evaluate.sandbox_ptxas`).
+    """
+    opt = [] if opt_level is None else ["--opt-level", str(int(opt_level))]
+    return [ptxas, *PTXAS_DEBUG[debug], *([] if fmad else ["--fmad=false"]), "-v", *opt, "--regAllocOptLevel=2",
+            f"--gpu-name={gpu_name}", "{dir}/kernel.ptx", "-o", "{dir}/kernel.cubin"]
+
+
 def disassemble(cubin: bytes, target: CompileTarget, limits: ToolLimits | None = None) -> tuple[str | None, str]:
     """``(sass text, "")`` or ``(None, error)`` via the wheel's nvdisasm."""
     tools = nvidia_tools(int(target.arch))
@@ -129,11 +146,9 @@ def build(ptx: str, target: CompileTarget, metadata: dict[str, Any], *, sass: bo
           limits: ToolLimits | None = None) -> NvidiaBuild:
     """Assemble *ptx* for *target* and read its resources; *sass*: True, False or "auto" (on spills)."""
     tools = nvidia_tools(int(target.arch))
-    fmad = [] if metadata.get("enable_fp_fusion", True) else ["--fmad=false"]
     start = time.perf_counter()
-    run = run_tool([tools.ptxas, "-lineinfo", *fmad, "-v", "--regAllocOptLevel=2", f"--gpu-name={target.sm_name}",
-                    "{dir}/kernel.ptx", "-o", "{dir}/kernel.cubin"], {"kernel.ptx": ptx.encode()},
-                   ("kernel.cubin",), limits=limits)
+    run = run_tool(ptxas_argv(tools.ptxas, target.sm_name, fmad=bool(metadata.get("enable_fp_fusion", True))),
+                   {"kernel.ptx": ptx.encode()}, ("kernel.cubin",), limits=limits)
     seconds = {"ptxas": round(time.perf_counter() - start, 4)}
     log = run.stderr + run.stdout
     cubin = (run.outputs or {}).get("kernel.cubin", b"")

@@ -54,8 +54,11 @@ class ToolLimits:
     max_output_bytes: int = 256 << 20
 
 
-def _limit(limits: ToolLimits, uid: int | None):
+def _limit(limits: ToolLimits, uid: int | None, die_with_parent: bool = False):
     def apply() -> None:
+        if die_with_parent:                       # PR_SET_PDEATHSIG: SIGKILL when the caller dies
+            import ctypes
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
         resource.setrlimit(resource.RLIMIT_AS, (limits.address_space_bytes, limits.address_space_bytes))
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 2))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
@@ -82,13 +85,15 @@ def _others_can_execute(path: str) -> bool:
 
 
 def run_tool(argv: list[str], inputs: dict[str, bytes], outputs: tuple[str, ...] = (), *,
-             limits: ToolLimits | None = None) -> ToolResult:
+             limits: ToolLimits | None = None, new_session: bool = True) -> ToolResult:
     """Run ``argv`` (``{dir}`` in an argument becomes the private directory) on *inputs*.
 
     *inputs* (file name -> bytes) are written to the directory first; the files
     named in *outputs* are read back (regular files only) into ``result.outputs``.
     stdout and stderr go to files there too, so a flood of output hits the file
-    size limit instead of the driver's memory.
+    size limit instead of the driver's memory.  ``new_session=False`` (the sandbox's
+    ptxas broker) keeps the tool in the caller's session, where the sandbox's
+    watchdog counts and kills it, and kills it if the caller dies.
     """
     limits = limits or ToolLimits()
     drop = os.geteuid() == 0 and _others_can_execute(argv[0])
@@ -108,7 +113,8 @@ def run_tool(argv: list[str], inputs: dict[str, bytes], outputs: tuple[str, ...]
                 os.fchown(out.fileno(), uid, uid)
                 os.fchown(err.fileno(), uid, uid)
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=workdir, env=env,
-                                    start_new_session=True, close_fds=True, preexec_fn=_limit(limits, uid),
+                                    start_new_session=new_session, close_fds=True,
+                                    preexec_fn=_limit(limits, uid, die_with_parent=not new_session),
                                     user=uid, group=uid, extra_groups=[] if uid is not None else None)
             reason = ""
             try:
@@ -117,7 +123,7 @@ def run_tool(argv: list[str], inputs: dict[str, bytes], outputs: tuple[str, ...]
                 reason = f"timed out after {limits.timeout_s:g} s"
             finally:
                 try:
-                    os.killpg(proc.pid, signal.SIGKILL)
+                    os.killpg(proc.pid, signal.SIGKILL) if new_session else proc.kill()
                 except OSError:
                     pass
                 proc.wait()

@@ -25,18 +25,14 @@ that has to kill a hung or crashed child can tell which gate it died in.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ..candidate import HINT_PARAMS, default_config
-from ..safe_io import write_json_atomic
-from .job import DEFAULT_TRACE_PROGRAMS, REFERENCE_STUB
-
+from .child_job import job_main, loaded_candidate, report_progress  # noqa: F401 - report_progress: re-exported
+from .job import DEFAULT_TRACE_PROGRAMS
 
 
 def ensure_interpreter() -> None:
@@ -46,14 +42,6 @@ def ensure_interpreter() -> None:
     if not triton.knobs.runtime.interpret:
         raise RuntimeError("Triton's interpreter is off although TRITON_INTERPRET=1 is set (triton.knobs."
                            "runtime.interpret was overridden); the checks need the interpreter.")
-
-
-def report_progress(stage: str) -> None:
-    """Append *stage* to ``$KF_SANDBOX_PROGRESS`` (if set) before a gate starts."""
-    path = os.environ.get("KF_SANDBOX_PROGRESS")
-    if path:
-        with open(path, "a") as f:
-            f.write(stage + "\n")
 
 
 def _configs(payload: dict[str, Any], space: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -77,25 +65,12 @@ def _hints(payload: dict[str, Any], space: dict[str, list[Any]]) -> dict[str, An
 def run_job(payload: dict[str, Any], data_path: Path | str) -> dict[str, Any]:
     """Load the candidate, then run the planned checks or traces; see the module docstring."""
     ensure_interpreter()
-    from ..task import task_from_dict
-    from .channel import BlobWriter
-    from .loader import check_load
-
-    task = task_from_dict(payload["task"], check_files=False)
-    if task.reference != REFERENCE_STUB:
-        raise ValueError("the child's task must carry the reference stub, not the reference")
     kind = payload.get("kind")
     if kind not in ("check", "trace"):
         raise ValueError(f"payload kind must be 'check' or 'trace'; got {kind!r}")
     seed = int(payload.get("seed", 0))
     result: dict[str, Any] = {"gates": [], "param_space": None}
-    directory = Path(tempfile.mkdtemp(prefix="kf_child_"))
-    blob = BlobWriter(data_path)
-    loaded = None
-    try:
-        report_progress("load")
-        gate, loaded = check_load(payload["source"], task, directory)
-        result["gates"].append(gate.to_dict())
+    with loaded_candidate(payload, data_path, result, prefix="kf_child_") as (task, loaded, blob):
         if loaded is None:
             return result
         result["param_space"] = loaded.param_space
@@ -115,11 +90,6 @@ def run_job(payload: dict[str, Any], data_path: Path | str) -> dict[str, Any]:
             report_progress("trace")
             result["trace"] = _trace(loaded, task, configs, hints, seed, payload, blob)
         return result
-    finally:
-        blob.close()
-        if loaded is not None:
-            loaded.unload()
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _trace(loaded, task, configs, hints, seed, payload, blob) -> dict[str, Any]:
@@ -139,26 +109,11 @@ def _trace(loaded, task, configs, hints, seed, payload, blob) -> dict[str, Any]:
     return {"traces": traces, "error": None}
 
 
-
-
-
 def main(argv: list[str] | None = None) -> int:
     """``python -m kernelfoundry.evaluate.child IN.json OUT.json``; 0 on success, 1 on a verifier error."""
     from .channel import DATA_FILE
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print("usage: python -m kernelfoundry.evaluate.child IN.json OUT.json", file=sys.stderr)
-        return 2
-    in_path, out_path = Path(args[0]), Path(args[1])
-    try:
-        payload = json.loads(in_path.read_text())
-        result = run_job(payload, out_path.with_name(DATA_FILE))
-    except Exception as exc:   # a bad payload or a verifier bug, not a candidate failure
-        write_json_atomic(out_path, {"gates": [], "param_space": None, "error": f"{type(exc).__name__}: {exc}"})
-        print(f"verifier error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    write_json_atomic(out_path, result)
-    return 0
+    return job_main(argv, "kernelfoundry.evaluate.child", lambda p, out: run_job(p, out.with_name(DATA_FILE)),
+                    {"gates": [], "param_space": None}, "verifier error")
 
 
 def preload() -> None:

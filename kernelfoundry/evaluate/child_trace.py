@@ -4,7 +4,7 @@ For each target shape x kernel config, ``launch`` runs on inputs holding real va
 (:func:`inputs.trace_inputs`), under the dispatch guard, with for-loops sampled
 (:mod:`trace_loops`).  Each kernel launch runs a few program ids (first, last,
 seeded-random ones) and records, per program, every access (kind, tensor, source
-line, loop trip, unmasked elements, the distinct 32-byte sectors it touches), every
+line, loop trip, unmasked elements, the distinct 32-byte sectors it touches as runs), every
 dot (shape, operand dtype, precision, the precision its operands were loaded at),
 op counts per loop trip, and the loop executions with the trips they ran.  A wave
 pass then runs the first programs in launch order and records, per program, the
@@ -34,6 +34,7 @@ from .channel import BlobReader, BlobWriter
 from .guard import DispatchGuard
 from .inputs import trace_inputs
 from .loader import CandidateTimeout, describe_exception, time_limit
+from .sector_runs import to_runs
 from .tiled import release_all
 from .trace_counts import SECTOR_BYTES, count_program, same_counts, sample_programs
 from .trace_hooks import PRECISION_RANK, LaunchContext, Session, active, dtype_name
@@ -60,31 +61,33 @@ class ProgramEvents:
 
     def __init__(self, pid: int):
         self.pid = pid
-        self.accesses: list[tuple[int, int, int, int, int, int]] = []   # kind, tensor, site, trip, elems, n_sectors
-        self.sectors: list[np.ndarray] = []
+        self.accesses: list[tuple[int, int, int, int, int, int]] = []   # kind, tensor, site, trip, elems, n_runs
+        self.runs: list[np.ndarray] = []        # per access row: its sectors as runs (start, length)
         self.on_plan: list[bool] = []           # per access row: on the sparse plan (off it: a dense run's extra trip)
         self.dots: list[list[Any]] = []
         self.ops: dict[tuple[int, int], float] = {}
         self.max_block = 0
-        self.off_plan_sectors = 0               # sectors recorded on trips off the sparse plan
+        self.off_plan_runs = 0                  # sector runs recorded on trips off the sparse plan
 
 
-_NO_SECTORS = np.zeros(0, dtype=np.int64)
-#: Sectors a dense run records on trips off the sparse plan, at most (4 MB of the data file); past
-#: that its rows carry counts only and the judge scales sectors and distinct bytes with bytes.
-OFF_PLAN_SECTORS = 1 << 19
+_NO_RUNS = np.zeros((0, 2), dtype=np.int64)
+#: Sector runs a dense run records on trips off the sparse plan, at most (4 MB of the data file: a
+#: coalesced block access is one run, so this binds only scattered accesses); past that its rows
+#: carry counts only and the judge scales sectors and distinct bytes with bytes.
+OFF_PLAN_RUNS = 1 << 18
 
 
-def first_sectors(accesses: np.ndarray, sectors: list[np.ndarray], on_plan: list[bool]) -> dict[tuple[int, int], int]:
+def first_sectors(accesses: np.ndarray, runs: list[np.ndarray], on_plan: list[bool]) -> dict[tuple[int, int], int]:
     """(tensor, load site) -> the lowest sector of that site's first load on the sparse plan in one
-    program (*sectors*: one array per access row; *on_plan*: whether the row is on the sparse plan)."""
-    if not len(sectors) == len(on_plan) == len(accesses):
-        raise ValueError(f"{len(accesses)} access rows but {len(sectors)} sector lists")
+    program (*runs*: one array of sector runs per access row; *on_plan*: whether the row is on the
+    sparse plan)."""
+    if not len(runs) == len(on_plan) == len(accesses):
+        raise ValueError(f"{len(accesses)} access rows but {len(runs)} sector run lists")
     firsts: dict[tuple[int, int], int] = {}
-    for row, secs, on in zip(accesses.tolist(), sectors, on_plan):
+    for row, row_runs, on in zip(accesses.tolist(), runs, on_plan):
         key = (row[1], row[2])
-        if on and row[0] != KINDS["store"] and key not in firsts and secs.size:
-            firsts[key] = int(secs[0])
+        if on and row[0] != KINDS["store"] and key not in firsts and row_runs.shape[0]:
+            firsts[key] = int(row_runs[0, 0])
     return firsts
 
 
@@ -222,26 +225,30 @@ class TraceSession(Session):
     @staticmethod
     def _sparse_view(record: dict[str, Any], tensors: list[dict[str, Any]]):
         """The judge's count of a program's sparse-plan trips, from its raw (uncommitted) arrays."""
-        accesses, sectors = record["_raw"]
-        data = accesses.tobytes() + sectors.tobytes()
+        accesses, runs = record["_raw"]
+        data = accesses.tobytes() + runs.tobytes()
         view = dict(record, accesses=[0, "int64", list(accesses.shape)],
-                    sectors=[len(data) - sectors.nbytes, "int64", [int(sectors.size)]])
+                    runs=[len(data) - runs.nbytes, "int64", list(runs.shape)])
         return count_program(view, tensors, BlobReader(data), sparse_view=True)
 
     def _commit(self, record: dict[str, Any]) -> dict[str, Any]:
-        accesses, sectors = record.pop("_raw")
-        record["accesses"], record["sectors"] = self.blob.put(accesses), self.blob.put(sectors)
+        accesses, runs = record.pop("_raw")
+        record["accesses"], record["runs"] = self.blob.put(accesses), self.blob.put(runs)
         return record
 
     def _finish_program(self, ev: ProgramEvents) -> dict[str, Any]:
+        # a time limit can interrupt record_access between its appends: keep the rows all three hold, so
+        # the interruption (not a length mismatch) is what the run reports
+        rows = min(len(ev.accesses), len(ev.runs), len(ev.on_plan))
+        del ev.accesses[rows:], ev.runs[rows:], ev.on_plan[rows:]
         accesses = np.array(ev.accesses, dtype=np.int64).reshape(-1, 6)
-        sectors = np.concatenate(ev.sectors) if ev.sectors else np.zeros(0, dtype=np.int64)
+        runs = np.concatenate(ev.runs) if ev.runs else _NO_RUNS
         ops = [[trip, kind, amount] for (trip, kind), amount in ev.ops.items()]
-        return {"pid": ev.pid, "max_block": ev.max_block, "_raw": (accesses, sectors), "dots": ev.dots, "ops": ops,
+        return {"pid": ev.pid, "max_block": ev.max_block, "_raw": (accesses, runs), "dots": ev.dots, "ops": ops,
                 "execs": [[e.loop, e.kind, e.n, e.parent, e.plan, e.sparse] for e in CONTROL.execs],
                 "trips": [list(t) for t in CONTROL.trips[1:]],
-                "all_sectors": ev.off_plan_sectors < OFF_PLAN_SECTORS,
-                "_firsts": first_sectors(accesses, ev.sectors, ev.on_plan)}
+                "all_sectors": ev.off_plan_runs < OFF_PLAN_RUNS,
+                "_firsts": first_sectors(accesses, ev.runs, ev.on_plan)}
 
     def _wave(self, ctx: LaunchContext) -> dict[str, Any]:
         self._wave_rows = []
@@ -292,15 +299,15 @@ class TraceSession(Session):
         on_plan = not CONTROL.off_sparse_plan
         for tensor, addrs in parts:
             ev.on_plan.append(on_plan)
-            if not on_plan and ev.off_plan_sectors >= OFF_PLAN_SECTORS:   # over budget: counts only
+            if not on_plan and ev.off_plan_runs >= OFF_PLAN_RUNS:   # over budget: counts only
                 ev.accesses.append((KINDS[kind], self._tensor_index[tensor.name], site, trip, int(addrs.size), 0))
-                ev.sectors.append(_NO_SECTORS)
+                ev.runs.append(_NO_RUNS)
                 continue
-            sectors = np.unique((addrs - tensor.data_ptr) >> 5)
-            ev.off_plan_sectors += 0 if on_plan else int(sectors.size)
+            runs = to_runs(np.unique((addrs - tensor.data_ptr) >> 5))
+            ev.off_plan_runs += 0 if on_plan else int(runs.shape[0])
             ev.accesses.append((KINDS[kind], self._tensor_index[tensor.name], site, trip, int(addrs.size),
-                                int(sectors.size)))
-            ev.sectors.append(sectors)
+                                int(runs.shape[0])))
+            ev.runs.append(runs)
 
     def on_dot(self, a, b, precision, loaded_rank) -> None:
         ev = self._program

@@ -14,6 +14,10 @@ in a fresh child (forked from a pre-warmed fork server, or spawned) that:
   untouched), output volume and thread count, and SIGKILLed with its whole
   session on any limit.
 
+``gpu=True`` (the device job only) adds the host's GPU device nodes and driver pieces
+to the minimal root and a ptxas broker outside the filter (:mod:`sandbox_devices`,
+:mod:`sandbox_ptxas`).
+
 Design choices and measurements are in ``docs/verifier.md``.
 """
 
@@ -305,9 +309,6 @@ def _fork(server: ForkServer, spec: dict, output_path: str) -> _Child:
 
 
 # ---------------------------------------------------------------- reading results
-
-
-
 def _tail(fd: int, n: int) -> tuple[str, int]:
     size = os.fstat(fd).st_size
     os.lseek(fd, max(0, size - n), os.SEEK_SET)
@@ -347,7 +348,8 @@ def _exit_reason(status: int, limits: SandboxLimits, has_result: bool) -> tuple[
 # ---------------------------------------------------------------- the entry point
 def run_sandboxed(module: str, payload: dict[str, Any], limits: SandboxLimits | None = None, *,
                   mode: str | None = None, extra_files: tuple[str, ...] = (),
-                  env: dict[str, str] | None = None, cancel: threading.Event | None = None) -> SandboxOutcome:
+                  env: dict[str, str] | None = None, cancel: threading.Event | None = None,
+                  gpu: bool = False) -> SandboxOutcome:
     """Run ``python -m module IN.json OUT.json`` confined; never raises for child misbehaviour.
 
     *payload* is written to IN.json; OUT.json, if the child wrote valid JSON
@@ -356,14 +358,14 @@ def run_sandboxed(module: str, payload: dict[str, Any], limits: SandboxLimits | 
     "spawn" or None (default from :func:`default_mode`); "fork" falls back to
     "spawn" if no server starts.  *env* overrides entries of :func:`sandbox_env`
     (fork servers are pooled per module and env).  Setting *cancel* (from another thread)
-    kills the child at the next poll (``killed_by="cancelled"``).  Raises
+    kills the child at the next poll (``killed_by="cancelled"``).  *gpu*: see the module docstring.  Raises
     :class:`SandboxIsolationError` when the child could not be confined (no job ran).
     """
     limits = limits or SandboxLimits()
     mode = mode or default_mode()
     server = _acquire_fork_server(module, env) if mode == "fork" else None
     try:
-        return _run(module, payload, limits, server, mode, extra_files, env, cancel)
+        return _run(module, payload, limits, server, mode, extra_files, env, cancel, gpu)
     except BaseException:
         if server is not None:            # interrupted mid-job: its protocol state is unknown, drop it
             _discard_fork_server(_pool_key(module, env), server)
@@ -375,7 +377,7 @@ def run_sandboxed(module: str, payload: dict[str, Any], limits: SandboxLimits | 
 
 def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: ForkServer | None,
          mode: str, extra_files: tuple[str, ...] = (), env: dict[str, str] | None = None,
-         cancel: threading.Event | None = None) -> SandboxOutcome:
+         cancel: threading.Event | None = None, gpu: bool = False) -> SandboxOutcome:
     isolation = []
     if server is None and mode == "fork":
         why = _SERVER_FAILURES.get(_pool_key(module, env), f"all {MAX_SERVERS_PER_MODULE} servers busy")
@@ -406,6 +408,10 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
                 "rlimits": limits.rlimits(nproc=nproc),
                 "env": {"HOME": workdir, "TMPDIR": workdir, "TRITON_CACHE_DIR": os.path.join(workdir, ".triton"),
                         "KF_SANDBOX_PROGRESS": progress_path}}
+        if gpu:
+            from .sandbox_devices import gpu_spec
+            spec["gpu"] = gpu_spec()
+            spec["env"].update(spec["gpu"].pop("env"))
         output_path = os.path.join(base, "output.log")
         output_fd = os.open(output_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:

@@ -6,7 +6,10 @@ fork server).  In order: working directory and environment, resource limits,
 (as root) private network, IPC and mount namespaces with a minimal read-only
 root (:mod:`sandbox_fs`) and a drop to a throwaway uid with no capabilities,
 then the seccomp filter, then ``runpy`` of the job module with
-``sys.argv = [module, *argv]``.
+``sys.argv = [module, *argv]``.  A spec with ``gpu`` (the device job only) also gets
+the host's GPU pieces in its root, Triton's driver built and a ptxas broker started
+before the filter, and Triton's cubin step routed to the broker after it
+(:mod:`sandbox_devices`, :mod:`sandbox_ptxas`).
 What was applied is written to ``isolation.json`` in the working directory.
 """
 
@@ -101,13 +104,25 @@ def enter_sandbox(spec: dict) -> list[str]:
     os.environ.update(spec.get("env", {}))
     apply_limits({k: tuple(v) if isinstance(v, list) else v for k, v in spec["rlimits"].items()})
     notes = ["rlimits"]
+    gpu = spec.get("gpu") or {}
     if spec.get("uid") is not None and os.geteuid() == 0:
         notes += unshare_namespaces()
         if spec.get("new_root"):
-            notes += enter_minimal_root(spec["new_root"], spec["workdir"], str(PACKAGE_DIR))
+            notes += enter_minimal_root(spec["new_root"], spec["workdir"], str(PACKAGE_DIR),
+                                        extra=gpu.get("device_paths", ()))
         notes += drop_privileges(int(spec["uid"]))
     _die_with_parent(spec.get("parent_pid"), notes)
+    broker = None
+    if gpu:
+        from .sandbox_devices import prepare_triton_driver
+        from .sandbox_ptxas import start_broker
+        if gpu.get("prepare_driver"):
+            notes.append(prepare_triton_driver())
+        broker = start_broker(notes) if gpu.get("ptxas_broker") else None
     notes.append(install_filter())
+    if broker is not None:
+        from .sandbox_ptxas import install_client
+        notes.append(install_client(broker))
     problems = isolation_problems(spec) if spec.get("strict") else []
     with open("isolation.json", "w") as f:
         json.dump(notes + [f"ISOLATION FAILED: {p}" for p in problems], f)

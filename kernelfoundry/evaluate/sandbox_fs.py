@@ -9,6 +9,7 @@ and mount namespaces, and a new root directory holding only:
   configuration, and this package's own source directory (not the repository:
   run stores and archives stay invisible);
 * ``/dev/null``, ``/dev/zero``, ``/dev/random``, ``/dev/urandom``; a read-only ``/proc``;
+  for the device job only, the host's GPU device nodes and driver pieces (:mod:`sandbox_devices`);
 * the job's own working directory (writable) and a small private ``/tmp``.
 
 Nothing else of the host exists inside: no home directories, no ``/run`` (so no
@@ -115,10 +116,12 @@ def _top_level_links(new_root: str) -> None:
                 os.symlink(link, new_root + path)
 
 
-def enter_minimal_root(new_root: str, workdir: str, package_dir: str, libc=None) -> list[str]:
+def enter_minimal_root(new_root: str, workdir: str, package_dir: str, libc=None,
+                       extra: tuple[str, ...] | list[str] = ()) -> list[str]:
     """Build the minimal tree at *new_root* (an empty dir) and ``chroot`` into it; cwd = *workdir*.
 
-    Must run after :func:`unshare_namespaces` and before the uid drop.
+    *extra*: more host paths bound read-only, device files usable (the device job's GPU pieces,
+    :mod:`sandbox_devices`).  Must run after :func:`unshare_namespaces` and before the uid drop.
     """
     libc = libc or _libc()
     _mount(libc, "tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
@@ -127,7 +130,7 @@ def enter_minimal_root(new_root: str, workdir: str, package_dir: str, libc=None)
            f"size={TMP_BYTES},mode=1777")
     for root in readable_roots(package_dir):
         _bind(libc, root, new_root)
-    for path in (*LOADER_FILES, *DEVICES):
+    for path in (*LOADER_FILES, *DEVICES, *extra):
         if os.path.exists(path):
             target = _make_point(new_root, path)
             _mount(libc, path, target, None, MS_BIND | MS_REC)
@@ -140,4 +143,5 @@ def enter_minimal_root(new_root: str, workdir: str, package_dir: str, libc=None)
     _mount(libc, None, new_root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
     _check(libc.chroot(new_root.encode()), f"chroot {new_root}")
     os.chdir(workdir)
-    return ["minimal root"]
+    shown = [p for p in extra if os.path.exists(p)]
+    return ["minimal root"] + ([f"gpu paths: {' '.join(shown)}"] if shown else [])

@@ -24,6 +24,7 @@ import numpy as np
 from .channel import BlobReader, ChannelError
 from .records import ConfigTrace, LaunchTrace, TensorTraffic
 from .sample_spread import GROUPS, sample_groups, upper_margin
+from .sector_runs import new_per_row, valid_rows
 from .trip_witness import WORK_KINDS, WitnessError, parse_loops, trip_weights
 
 SECTOR_BYTES = 32
@@ -119,8 +120,11 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
     n_tensors = len(tensors)
     counts = ProgramCounts(n_tensors)
     accesses = blob.get(record["accesses"]).reshape(-1, 6) if record.get("accesses") else np.zeros((0, 6))
-    sectors = blob.get(record["sectors"]) if record.get("sectors") else np.zeros(0, dtype=np.int64)
-    _require(int(accesses[:, 5].sum()) == sectors.size if len(accesses) else True, "sector counts do not add up")
+    runs = blob.get(record["runs"]) if record.get("runs") else np.zeros((0, 2), dtype=np.int64)
+    _require(valid_rows(runs, accesses[:, 5].astype(np.int64)), "the sector runs are malformed or do not add up")
+    ends = np.cumsum(accesses[:, 5].astype(np.int64))
+    run_sectors = np.concatenate(([0], np.cumsum(runs[:, 1])))
+    row_sectors = run_sectors[ends] - run_sectors[ends - accesses[:, 5].astype(np.int64)]
     trips = record.get("trips", [])
     _require(isinstance(trips, list), "the trip list is malformed")
     try:
@@ -135,32 +139,36 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
     g_bytes = np.zeros((GROUPS + 1, n_tensors, 2)) if grouped else None
     g_dots: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(GROUPS + 1))
     g_ops = {k: np.zeros(GROUPS + 1) for k in OP_KINDS}
-    seen: list[tuple[set[int], set[int]]] = [(set(), set()) for _ in range(n_tensors)]
+    # per tensor, loads and stores: the rows' sector runs and weights, for the distinct count below
+    touched: list[tuple[list, list]] = [([], []) for _ in range(n_tensors)]
     first_seen: set[tuple[int, int]] = set()
-    cursor = 0
-    for kind, tensor, site, trip, elems, n_sec in accesses.tolist():
+    for i, (kind, tensor, site, trip, elems, n_runs) in enumerate(accesses.tolist()):
         _require(0 <= tensor < n_tensors and 0 <= trip < len(weights) and kind in (0, 1, 2) and elems >= 0,
                  "an access record is malformed")
         w = weights[trip]
-        chunk = sectors[cursor:cursor + n_sec].tolist()
-        cursor += n_sec
         if sparse_view and w == 0:        # a trip only the dense run made: as if it had not run
             continue
-        if kind != 1 and chunk and (tensor, site) not in first_seen:      # the wave pass's anchor rule
+        chunk = runs[ends[i] - n_runs:ends[i]]
+        if kind != 1 and n_runs and (tensor, site) not in first_seen:      # the wave pass's anchor rule
             first_seen.add((tensor, site))
-            counts.firsts[tensor].append((site, min(chunk)))
+            counts.firsts[tensor].append((site, int(chunk[0, 0])))
         elem_bytes = tensors[tensor]["elem_bytes"]
         row = counts.traffic[tensor]
         for is_store in ((False, True) if kind == 2 else (kind == 1,)):
-            bucket = seen[tensor][1 if is_store else 0]
-            before = len(bucket)
-            bucket.update(chunk)
-            new = len(bucket) - before
             row[_STORE_BYTES if is_store else _LOAD_BYTES] += elems * elem_bytes * w
             if grouped:
                 g_bytes[labels[trip], tensor, int(is_store)] += elems * elem_bytes * w
-            row[_STORE_SECTORS if is_store else _LOAD_SECTORS] += n_sec * w
-            row[_UNIQUE_STORE if is_store else _UNIQUE_LOAD] += new * SECTOR_BYTES * w
+            row[_STORE_SECTORS if is_store else _LOAD_SECTORS] += float(row_sectors[i]) * w
+            touched[tensor][int(is_store)].append((chunk, w))
+    for tensor, per_kind in enumerate(touched):      # each row counts the sectors no earlier row touched
+        for is_store, rows in enumerate(per_kind):
+            if not rows:
+                continue
+            new, distinct = new_per_row([chunk for chunk, _ in rows])
+            counts.traffic[tensor, _UNIQUE_STORE if is_store else _UNIQUE_LOAD] += SECTOR_BYTES * float(
+                np.dot(new, [w for _, w in rows]))
+            if not is_store and distinct.size:
+                counts.signatures[tensor] = hash(distinct.tobytes())
     for dot in record.get("dots", []):
         _require(isinstance(dot, list) and len(dot) == 9, "a dot record is malformed")
         m, n, k, batch, dtype, precision, loaded_rank, trip, operand_bytes = dot
@@ -195,9 +203,6 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
         for kind, per in g_ops.items():
             counts.ops[kind] += float(upper_margin(per[:, None], sizes)[0])
     counts.max_block = int(record.get("max_block", 0))
-    for tensor, (loaded, _stored) in enumerate(seen):
-        if loaded:
-            counts.signatures[tensor] = hash(tuple(sorted(loaded)))
     return counts
 
 

@@ -61,7 +61,7 @@ def predict_dataset(dataset: Dataset, hardware: str | None = None, *, refresh_tr
             cache[key] = get_traces(dataset.path.parent, row.task, row.kernel, dataset.hardware,
                                     refresh=refresh_traces, write=write_traces)[0]
         task = load_task(row.task, check_files=False)
-        out.append(_kernel_prediction(row, cache[key], hw, unaligned_bytes(task, row.shape),
+        out.append(kernel_prediction(row, cache[key], hw, unaligned_bytes(task, row.shape),
                                       spec.name if compiled else None))
     return out
 
@@ -80,8 +80,16 @@ def compiled_resources(row: Row, launches: list, hardware: str) -> list[dict | N
     return [k.resources.to_dict() if k.resources else None for k in config.kernels]
 
 
-def _kernel_prediction(row: Row, traces: list[ConfigTrace], hw: HardwareArrays,
-                       unaligned: frozenset[int], compiled_on: str | None = None) -> Prediction:
+def kernel_prediction(row: Row, traces: list[ConfigTrace], hw: HardwareArrays,
+                      unaligned: frozenset[int], compiled_on: str | None = None) -> Prediction:
+    """The model's latency for one kernel *row* from its *traces* on the single hardware of *hw*.
+
+    Uses the trace at the row's shape whose kernel params match the row's config, with the config's
+    ``num_warps`` and ``num_stages``; *unaligned* is :func:`unaligned_bytes` of the task at that shape.
+    With *compiled_on* (a hardware name) the compiler's resources of the config feed the model too.
+    Raises :class:`FidelityError` when no trace matches or the model finds the config invalid.
+    Also used by ``calibrate`` to re-predict published kernel rows with fitted figures.
+    """
     params = {k: v for k, v in row.config.items() if k not in HINT_PARAMS}
     match = [t for t in traces if t.shape == row.shape and all(t.config.get(k) == v for k, v in params.items())]
     if not match:

@@ -326,6 +326,8 @@ class SearchDriver:
                    descriptors=descriptors, cell=cell, objective=objective,
                    hardware=verdict.get("hardware", {}), archive_status=status,
                    verify_seconds=float(verdict.get("seconds", 0.0)))
+        if verdict.get("measured") is not None:        # a device measured it: objective is the measured one
+            row.update(measured=verdict["measured"], predicted_objective=verdict.get("predicted_objective"))
         if verdict.get("cached"):
             self.stats.verdicts_cached += 1
         cid = self._store(row, proposal.get("llm_log"), job, proposal, objective=objective)

@@ -63,6 +63,7 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker, stop=None) -> tuple[d
             if cfg.hardware:
                 raise
             raise UserError(f"task file {task.path or task.name}, field 'hardware': {exc}") from None
+        device = _local_device(cfg)            # --device cuda without a GPU stops here, before a run directory
         mutator_spec, prompt_pool, llm_client, model_note = _mutator_setup(cfg, task, seeds)
         memory = _open_memory(cfg, task, hardware, mutator_spec, progress, cleanup)  # before a run dir exists
         if cfg.resume is None:
@@ -102,6 +103,9 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker, stop=None) -> tuple[d
                     "verify_options": verify_options}
             if cfg.verdict_cache is not None:
                 init["verdict_cache"] = str(cfg.verdict_cache)
+            device = _device_workers(cfg, device, on_cluster, hardware, progress)
+            if device is not None:
+                init["device"] = device
             pool = WorkerPool(n_workers, worker_cls, init, num_cpus=cpus_each)
             try:
                 pool.ready()
@@ -144,11 +148,47 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker, stop=None) -> tuple[d
         return summary, run_dir
 
 
+def _local_device(cfg) -> dict | None:
+    """The device spec when this machine decides (no cluster): raises for ``--device cuda`` without a GPU."""
+    from ..measure.device import resolve_device
+    if cfg.device == "model" or resolve_address(cfg.ray_address) is not None:
+        return None
+    return resolve_device(cfg.device, top_k=cfg.device_top_k)
+
+
+def _device_workers(cfg, local: dict | None, on_cluster: bool, hardware: list[str], progress) -> dict | None:
+    """What the workers measure with: a fake device in-process (tests), or one Ray actor with ``num_gpus=1``
+    per GPU of the cluster (CPU-only workers keep proposing and verifying; they call these to measure)."""
+    import ray
+
+    from ..measure.device import resolve_device
+    from ..measure.measurer import DeviceMeasurer
+    if cfg.device == "model" or (local is None and not on_cluster):
+        return None                                   # the model alone: nothing asked of Ray
+    gpus = int(ray.cluster_resources().get("GPU", 0))
+    spec = resolve_device(cfg.device, top_k=cfg.device_top_k, gpus=gpus) if on_cluster else local
+    if spec is None:
+        return None
+    if spec["mode"] == "fake":
+        progress.message("device: fake timer on the CPU interpreter ($KERNELFOUNDRY_FAKE_DEVICE; tests only)")
+        return {"spec": spec}
+    if gpus == 0:
+        raise UserError("--device: torch sees a GPU but Ray lists none (ray.cluster_resources() has no 'GPU'); "
+                        "start Ray with --num-gpus, or use --device model.")
+    actor = ray.remote(num_gpus=1, num_cpus=0, max_restarts=1)(DeviceMeasurer)
+    actors = [actor.remote(spec) for _ in range(gpus)]
+    names = ray.get([a.ping.remote() for a in actors], timeout=300)
+    progress.message(f"device: {gpus} GPU actor(s) ({', '.join(sorted(set(names)))}); the model's "
+                     f"{spec['k']} fastest configs per target shape are timed; predictions on {hardware[0]}")
+    return {"spec": spec, "actors": actors}
+
+
 #: settings a resumed run keeps from its start, and the flag that sets each
 RESUME_KEEPS = {"seed": "--seed", "hardware": "--hardware", "models": "--model", "strategy": "--strategy",
                 "prompt_evolution": "--no-prompt-evolution", "tuning": "--no-tuning",
                 "max_kernel_configs": "--max-kernel-configs", "prompt_dir": "--prompts",
-                "memory": "--memory", "memory_mode": "--no-memory", "routing": "--routing"}
+                "memory": "--memory", "memory_mode": "--no-memory", "device_top_k": "--device-top-k",
+                "routing": "--routing"}
 
 
 def _routing_hook(cfg, task: Task, hardware: list[str], mutator_spec: dict, memory):

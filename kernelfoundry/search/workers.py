@@ -52,8 +52,18 @@ class KernelWorker:
     """The work a Ray actor does.  Plain class so tests can drive it without Ray."""
 
     def __init__(self, task: dict[str, Any], hardware: list[str], mutator: dict[str, Any],
-                 verify_options: dict[str, Any], worker_index: int = 0, verdict_cache: str | None = None):
+                 verify_options: dict[str, Any], worker_index: int = 0, verdict_cache: str | None = None,
+                 device: dict[str, Any] | None = None):
         self.task = task_from_dict(task, check_files=False)
+        self.task_dict = task
+        self.measurer = None                      # the device that measures what the model passes (docs/device.md)
+        if device is not None:
+            actors = device.get("actors") or []
+            if actors:
+                self.measurer = actors[worker_index % len(actors)]
+            else:
+                from ..measure.measurer import DeviceMeasurer
+                self.measurer = DeviceMeasurer(device["spec"])
         self.hardware = list(hardware)
         self.verify_options = dict(verify_options)
         self.cache = None
@@ -100,17 +110,33 @@ class KernelWorker:
         """
         from ..evaluate.pipeline import verify
         start = time.time()
-        out = self.cache.get(source) if self.cache is not None else None
+        out = self.cache.get(source) if self.cache is not None and self.measurer is None else None
         if out is not None:
             out["cached"] = True
         else:
             result = verify(self.task, source, self.hardware, seed=verify_seed(source), **self.verify_options)
             out = result.to_dict()
-            if self.cache is not None:
+            if self.measurer is not None and result.passed:     # a device: the model's verdict, then measured
+                out = self._measured(out, result, source)
+            elif self.cache is not None and self.measurer is None:
                 self.cache.put(source, out)
         out["worker"] = self.name
         out["wall_seconds"] = time.time() - start
         return out
+
+
+    def _measured(self, out: dict[str, Any], result, source: str) -> dict[str, Any]:
+        """*out* with the device's measurement (a failed ``device`` gate when the device refutes it)."""
+        from ..measure.measurer import merge_verdict
+        args = (self.task_dict, source, result, self.hardware[0], verify_seed(source))
+        try:
+            if hasattr(self.measurer, "measure") and hasattr(self.measurer.measure, "remote"):
+                record = ray.get(self.measurer.measure.remote(*args))
+            else:
+                record = self.measurer.measure(*args)
+        except Exception as exc:  # noqa: BLE001 - a lost device fails this candidate, not the run
+            record = {"passed": False, "reason": f"the device measurement failed: {type(exc).__name__}: {exc}"[:1500]}
+        return merge_verdict(out, record)
 
 
 @dataclass

@@ -137,10 +137,10 @@ def test_export_replaces_its_previous_files_and_keeps_the_users(tmp_path, capsys
     assert export.main([str(run_dir), "--out", str(out), "--force"]) == 0
     assert len(list(out.glob("softmax_*.py"))) == 2
     assert export.main([str(run_dir), "--out", str(out), "--top", "1", "--force"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "notes.txt", "softmax_01_c1.py"]
+    assert sorted(p.name for p in out.iterdir()) == ["bench_elites.py", "manifest.json", "notes.txt", "softmax_01_c1.py"]
     # the default directory RUN_DIR/export holds only exports: a new one replaces the old one
     assert export.main([str(run_dir)]) == 0 and export.main([str(run_dir), "--top", "1"]) == 0
-    assert sorted(p.name for p in (run_dir / "export").iterdir()) == ["manifest.json", "softmax_01_c1.py"]
+    assert sorted(p.name for p in (run_dir / "export").iterdir()) == ["bench_elites.py", "manifest.json", "softmax_01_c1.py"]
 
 
 def test_export_all_and_errors(tmp_path, capsys):

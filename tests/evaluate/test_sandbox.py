@@ -108,22 +108,9 @@ if __name__ == "__main__":
 
 
 @pytest.fixture(scope="module")
-def probe(tmp_path_factory):
-    """Write the probe module where the child can import it; stop its fork server afterwards."""
-    directory = tmp_path_factory.mktemp("probe")
-    os.chmod(directory, 0o755)
-    os.chmod(directory.parent, 0o755)
-    name = f"kf_probe_{uuid.uuid4().hex[:8]}"
-    (directory / f"{name}.py").write_text(PROBE)
-    os.chmod(directory / f"{name}.py", 0o644)
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(directory), old) if p)
-    yield name
-    shutdown_fork_servers()
-    if old is None:
-        os.environ.pop("PYTHONPATH", None)
-    else:
-        os.environ["PYTHONPATH"] = old
+def probe(job_module):
+    """The probe module, where the child can import it (tests/conftest.py)."""
+    return job_module(PROBE, "kf_probe")
 
 
 FAST = SandboxLimits(wall_s=20.0, rss_bytes=1 << 30)

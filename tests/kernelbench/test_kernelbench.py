@@ -193,6 +193,18 @@ def test_export_format_kernelbench_writes_modelnew_and_the_problem(tasks, tmp_pa
     assert "self.get_parameter('fc.weight')" in text and "BLOCK_M=64" in text
     result = check_contract(solution, FILES["1_Linear_Tanh_Scale"])
     assert result["ok"], result["reason"]
+    # bench_elites.py ships too and checks the ModelNew modules' kernels (interpreter, fake timer)
+    import csv
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "bench_elites.py", "--shapes", "check", "--out", "m.csv"], cwd=out,
+                          env={**env, "KF_BENCH_FAKE": "1"}, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    with open(out / "m.csv", newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["row"] == "kernel"]
+    assert rows and all(r["kernel"] == solution.name and r["correct"] == "True" for r in rows), rows
 
 
 def test_export_format_kernelbench_refuses_runs_of_task_files(tmp_path, capsys):
