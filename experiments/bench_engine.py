@@ -83,8 +83,9 @@ def synthetic_verdict(source: str, hardware) -> dict:
 class InlinePool:
     """The WorkerPool interface, calling workers synchronously in this process."""
 
-    def __init__(self, n: int):
-        self.workers = [SyntheticWorker(None, ["h100"], None, None, i) for i in range(n)]
+    def __init__(self, n: int, workers: list | None = None):
+        """*n* synthetic workers, or the *workers* given (anything with ``propose`` and ``verify``)."""
+        self.workers = workers or [SyntheticWorker(None, ["h100"], None, None, i) for i in range(n)]
         self.futures: dict[int, tuple[InFlight, tuple]] = {}
         self.replaced = 0
         self._next = 0

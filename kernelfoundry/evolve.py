@@ -38,6 +38,8 @@ class EvolveConfig:
     prompt_evolution: bool = True
     tuning: bool = True
     max_cost: float | None = None
+    max_llm_seconds: float | None = None
+    routing: str | None = None             # "fixed" | "adaptive"; None: adaptive for more than one model
     max_kernel_configs: int = 8
     prompt_dir: Path | None = None
     archives_root: Path = DEFAULT_ARCHIVES
@@ -90,6 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-tuning", dest="tuning", action="store_false",
                    help="score only each kernel's default template config (ablation)")
     p.add_argument("--max-cost", type=float, metavar="USD", help="stop proposing once LLM spend reaches USD")
+    p.add_argument("--max-llm-seconds", type=float, metavar="S",
+                   help="stop proposing once the LLM calls' summed latency reaches S (sim models: virtual)")
+    p.add_argument("--routing", metavar="fixed|adaptive",
+                   help="how an ensemble picks the model per request: fixed weights, or the adaptive router "
+                        "(expected gain per cost and time; default when more than one model); docs/llm.md")
     p.add_argument("--max-kernel-configs", type=int, default=8,
                    help="kernel configs traced per candidate (block sizes etc.; hints are swept by the model)")
     p.add_argument("--memory", type=Path, metavar="PATH",
@@ -133,6 +140,10 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
         raise UserError(f"--device-top-k must be at least 1; got {args.device_top_k}.")
     if args.max_cost is not None and args.max_cost < 0:
         raise UserError(f"--max-cost must be non-negative; got {args.max_cost}.")
+    if args.max_llm_seconds is not None and not args.max_llm_seconds > 0:
+        raise UserError(f"--max-llm-seconds must be a positive number of seconds; got {args.max_llm_seconds}.")
+    if args.routing is not None and args.routing not in ("fixed", "adaptive"):
+        raise UserError(f"--routing must be fixed or adaptive; got {args.routing!r}.")
     hardware = [h.strip() for h in args.hardware.split(",") if h.strip()] if args.hardware else None
     if args.memory is not None and args.memory_mode == "off":
         raise UserError(f"--memory {args.memory} and --no-memory contradict each other; give one.")
@@ -143,6 +154,7 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
                         resume=args.resume, hardware=hardware, models=list(args.models),
                         ray_address=args.ray_address, strategy=args.strategy,
                         prompt_evolution=args.prompt_evolution, tuning=args.tuning, max_cost=args.max_cost,
+                        max_llm_seconds=args.max_llm_seconds, routing=args.routing,
                         max_kernel_configs=args.max_kernel_configs, prompt_dir=args.prompt_dir, quiet=args.quiet,
                         memory=args.memory, memory_mode=args.memory_mode, device=args.device,
                         device_top_k=args.device_top_k)
@@ -187,7 +199,8 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
         ("QD-score", f"{summary['qd_score']:.3f}"),
         ("gate failures", ", ".join(f"{k} {v}" for k, v in summary["gate_failures"].items()) or "none"),
         ("LLM", f"{summary['llm']['calls']} calls, {summary['llm']['prompt_tokens']}+"
-                f"{summary['llm']['completion_tokens']} tokens, ${summary['llm']['cost_usd']:.4f}"),
+                f"{summary['llm']['completion_tokens']} tokens, ${summary['llm']['cost_usd']:.4f}, "
+                f"{summary['llm'].get('seconds', 0.0):.0f} s"),
         ("hardware", ", ".join(summary["hardware"])),
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
     ]
@@ -200,6 +213,11 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
         rows.append(("memory", f"{mem['path']}: {mem['experiences_written']} experiences written"
                                + (f"; {len(seeds)} seed(s) from similar tasks' elites" if seeds else "")
                                + ("" if mem.get("read") else " (not read)")))
+    routing = summary.get("routing")
+    if routing and len(routing.get("models", {})) > 1:
+        rows.append((f"routing ({routing['policy']})", "; ".join(
+            f"{name} {m['calls']} calls, {m['correct']} correct, ${m['cost_usd']:.4f}"
+            for name, m in routing["models"].items())))
     if summary.get("stop_reason"):
         rows.append(("stopped early", summary["stop_reason"]))
     if "prompts" in summary:

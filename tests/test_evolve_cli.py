@@ -33,6 +33,9 @@ def test_bad_task_field_is_named_and_nothing_is_started(tmp_path, capsys):
     (["--workers", "-1"], "--workers"),
     (["--max-cost", "-2"], "--max-cost"),
     (["--max-kernel-configs", "0"], "--max-kernel-configs"),
+    (["--routing", "smart"], "--routing must be fixed or adaptive"),
+    (["--max-llm-seconds", "0"], "--max-llm-seconds"),
+    (["--model", "sim/genius"], "unknown sim profile 'genius'"),
     (["--resume", "elsewhere"], "a resumed run stays in its own directory"),
 ])
 def test_bad_options_exit_2_with_the_reason(tmp_path, capsys, argv, message):

@@ -38,6 +38,7 @@ class LLMUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    latency_s: float = 0.0           # LLM seconds (a sim model's virtual latency)
 
     def to_dict(self) -> dict[str, Any]:
         """A shallow dict (the driver sends one per job: a deep copy of every hardware score cost more)."""
@@ -48,6 +49,7 @@ class LLMUsage:
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
         self.cost_usd += other.cost_usd
+        self.latency_s += other.latency_s
 
 
 @dataclass
@@ -63,6 +65,8 @@ class MutationRequest:
     prompt: dict[str, Any] | None = None        # prompt variant (issue: meta-prompts), or None
     operator_order: list[str] | None = None     # built-in operators to try first, in order (memory bandit)
     experiences: list[dict[str, Any]] = field(default_factory=list)   # memory: similar tasks' valued edits
+    model: str | None = None                    # the driver's router chose this model (LLM mutator)
+    mode: str | None = None                     # ... for this prompt mode (mutate, rewrite, fix, crossover)
 
 
 @dataclass

@@ -16,7 +16,24 @@ from .edits import EditError, apply_reply, reply_description
 from .llm_client import LLMCallError, LLMClient, ModelSpec, choose_model, parse_model_specs
 from .prompts import PromptRenderer
 
-__all__ = ["LLMMutator", "ModelSpec", "parse_model_specs"]
+__all__ = ["LLMMutator", "ModelSpec", "parse_model_specs", "request_mode"]
+
+#: probability that a mutate (or crossover without a partner) request asks for a full rewrite
+REWRITE_PROB = 0.2
+
+
+def request_mode(kind: str, parent_passed: bool, has_inspirations: bool, rng: random.Random,
+                 rewrite_prob: float = REWRITE_PROB) -> str:
+    """The prompt mode of a request: fix (any failed parent), crossover, rewrite or mutate."""
+    if kind == "fix" or not parent_passed:
+        return "fix"
+    if kind == "crossover" and has_inspirations:
+        return "crossover"
+    if kind == "rewrite" or (kind in ("mutate", "crossover") and rng.random() < rewrite_prob):
+        return "rewrite"
+    if kind in ("mutate", "crossover"):
+        return "mutate"
+    raise ValueError(f"unknown request kind {kind!r}; expected mutate, rewrite, fix or crossover")
 
 
 class LLMMutator:
@@ -30,7 +47,7 @@ class LLMMutator:
     name = "llm"
 
     def __init__(self, models: list[ModelSpec], *, prompt_dir: str | Path | None = None, seed: int = 0,
-                 timeout_s: float = 120.0, max_retries: int = 4, rewrite_prob: float = 0.2,
+                 timeout_s: float = 120.0, max_retries: int = 4, rewrite_prob: float = REWRITE_PROB,
                  max_concurrency: int = 4, backoff_s: float = 2.0) -> None:
         if not models:
             raise ValueError("LLMMutator needs at least one ModelSpec")
@@ -62,20 +79,17 @@ class LLMMutator:
         self.renderer = PromptRenderer(self.prompt_dir)
 
     def choose(self, request: MutationRequest) -> tuple[ModelSpec, str]:
-        """The model and prompt mode for *request* (deterministic in seed and request.seed)."""
+        """The model and prompt mode for *request*: the router's (``request.model``/``mode``) when the
+        driver routed it, else drawn by weight (deterministic in seed and request.seed)."""
         rng = random.Random(f"{self.seed}:{request.seed}")
-        model = choose_model(self.models, rng)
-        kind = request.kind
-        if kind == "fix" or not request.parent.passed:
-            mode = "fix"
-        elif kind == "crossover" and request.inspirations:
-            mode = "crossover"
-        elif kind == "rewrite" or (kind in ("mutate", "crossover") and rng.random() < self.rewrite_prob):
-            mode = "rewrite"
-        elif kind in ("mutate", "crossover"):
-            mode = "mutate"
+        if request.model is not None:
+            model = next((m for m in self.models if m.name == request.model), None)
+            if model is None:
+                raise ValueError(f"the router chose model {request.model!r}, which is not in this ensemble")
         else:
-            raise ValueError(f"unknown request kind {kind!r}; expected mutate, rewrite, fix or crossover")
+            model = choose_model(self.models, rng)
+        mode = request.mode or request_mode(request.kind, request.parent.passed, bool(request.inspirations), rng,
+                                            self.rewrite_prob)
         return model, mode
 
     def propose(self, request: MutationRequest) -> Proposal:

@@ -141,6 +141,16 @@ def _spec_from_mapping(data: dict[str, Any], where: str) -> ModelSpec:
         except ReplayError as exc:
             raise ModelSpecError(f"{where}: {exc}") from None
         name = f"replay/{path}"
+    elif name.startswith("sim/"):
+        from .sim_profiles import SimProfileError, load_profile
+        profile = name[len("sim/"):]
+        if profile.endswith((".yaml", ".yml")):
+            profile = str(Path(profile).expanduser().resolve())
+        try:
+            load_profile(profile)
+        except SimProfileError as exc:
+            raise ModelSpecError(f"{where}: {exc}") from None
+        name = f"sim/{profile}"
     else:
         _check_provider(name, api_base, where)
     return ModelSpec(name=name, weight=weight, temperature=temperature, max_tokens=max_tokens,
@@ -227,9 +237,11 @@ def _process_semaphore(limit: int) -> threading.BoundedSemaphore:
 def _litellm():
     import litellm
     from .replay import register_replay_provider
+    from .sim import register_sim_provider
     litellm.suppress_debug_info = True
     litellm.telemetry = False
     register_replay_provider()
+    register_sim_provider()
     return litellm
 
 
@@ -288,7 +300,8 @@ class LLMClient:
             record = self._attempt(litellm, messages, model, attempt, purpose)
             attempts.append(record)
             usage.add(LLMUsage(calls=1, prompt_tokens=record["prompt_tokens"],
-                               completion_tokens=record["completion_tokens"], cost_usd=record["cost_usd"]))
+                               completion_tokens=record["completion_tokens"], cost_usd=record["cost_usd"],
+                               latency_s=record["latency_s"]))
             if self.budget is not None:
                 self.budget.charge(record["cost_usd"])
             if record["error"] is None:
@@ -317,7 +330,7 @@ class LLMClient:
             kwargs["api_base"] = model.api_base
         if model.api_key_env:
             kwargs["api_key"] = os.environ.get(model.api_key_env, "")
-        if model.provider == "replay":
+        if model.provider in ("replay", "sim"):
             from .replay import PURPOSE_KEY
             kwargs["metadata"] = {PURPOSE_KEY: purpose}
         start = time.monotonic()
@@ -329,6 +342,10 @@ class LLMClient:
                               error_kind=classify_error(exc))
                 return record
         record["latency_s"] = time.monotonic() - start
+        hidden = getattr(response, "_hidden_params", None) or {}
+        if hidden.get("kernelfoundry_latency_s") is not None:   # a sim model: its profile's latency, not ours
+            record.update(latency_s=float(hidden["kernelfoundry_latency_s"]), latency_note="virtual (sim profile)",
+                          sim=hidden.get("kernelfoundry_sim"))
         text = _reply_text(response)
         u = getattr(response, "usage", None)
         record["prompt_tokens"] = int(getattr(u, "prompt_tokens", 0) or 0)

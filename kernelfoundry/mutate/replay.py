@@ -258,12 +258,18 @@ def replay_handler():
 
 def register_replay_provider() -> None:
     """Add the ``replay`` provider to ``litellm.custom_provider_map`` (idempotent)."""
+    register_custom_provider(PROVIDER, replay_handler)
+
+
+def register_custom_provider(name: str, handler) -> bool:
+    """Add provider *name* (its handler from ``handler()``) to litellm's custom providers; True if new."""
     import litellm
-    if not any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
-        litellm.custom_provider_map = [*litellm.custom_provider_map,
-                                       {"provider": PROVIDER, "custom_handler": replay_handler()}]
+    new = not any(item.get("provider") == name for item in litellm.custom_provider_map)
+    if new:
+        litellm.custom_provider_map = [*litellm.custom_provider_map, {"provider": name, "custom_handler": handler()}]
     from litellm.utils import custom_llm_setup
     custom_llm_setup()
+    return new
 
 
 def _provider_class():

@@ -39,6 +39,7 @@ class SearchSettings:
     hardware: list[str]
     strategy: str = "map-elites"
     max_cost: float | None = None
+    max_llm_seconds: float | None = None   # stop proposing once the LLM calls took this long (sim: virtual)
     summary_every_s: float = 2.0
     stop: Any = None                  # a threading.Event: set, the run stops as if interrupted (bench)
 
@@ -48,13 +49,15 @@ class SearchDriver:
 
     def __init__(self, *, task: Task, settings: SearchSettings, store: RunStore, run_dir: Path,
                  pool: WorkerPool, progress: ProgressLine, prompt_pool=None, llm_client=None,
-                 archive: KernelArchive | None = None, log: Callable[[str], None] | None = None, memory=None):
+                 archive: KernelArchive | None = None, log: Callable[[str], None] | None = None, memory=None,
+                 routing=None):
         self.task, self.settings, self.store, self.run_dir = task, settings, store, run_dir
         self.pool, self.progress = pool, progress
         self.prompt_pool, self.llm_client = prompt_pool, llm_client
         self.archive = archive or KernelArchive(seed=settings.seed)
         self.log = log or progress.message
         self.memory = memory                                # kernelfoundry.memory.RunMemory, or None
+        self.routing = routing                              # search.routing.RoutingHook (LLM runs), or None
         self.tried: dict[int, set[str]] = {}                # parent id -> built-in operators applied to it
         self.stats = RunStats.from_store(store)
         self.state = SelectionState()
@@ -177,7 +180,9 @@ class SearchDriver:
                                 f"candidates: the mutator has run out of new edits for this task")
         elif self._cost_exhausted():
             self.stop_reason = (f"LLM cost ${self.stats.cost_usd:.4f} reached --max-cost "
-                                f"${self.settings.max_cost:.4f}")
+                                f"${self.settings.max_cost:.4f}" if self._over(self.stats.cost_usd, self.settings.max_cost)
+                                else f"LLM time {self.stats.llm_seconds:.1f} s reached --max-llm-seconds "
+                                     f"{self.settings.max_llm_seconds:g}")
         if self.stop_reason:
             self.log(f"stopping early at {self.stats.n_candidates} of {budget} candidates: {self.stop_reason}.")
 
@@ -186,7 +191,13 @@ class SearchDriver:
             raise KeyboardInterrupt
 
     def _cost_exhausted(self) -> bool:
-        return self.settings.max_cost is not None and self.stats.cost_usd >= self.settings.max_cost
+        """--max-cost or --max-llm-seconds reached."""
+        return self._over(self.stats.cost_usd, self.settings.max_cost) or \
+            self._over(self.stats.llm_seconds, self.settings.max_llm_seconds)
+
+    @staticmethod
+    def _over(spent: float, limit: float | None) -> bool:
+        return limit is not None and spent >= limit
 
     # -- jobs -------------------------------------------------------------
     def _next_job_seed(self) -> int:
@@ -205,6 +216,9 @@ class SearchDriver:
             job["prompt"] = self.prompt_pool.sample()
         if self.memory is not None:
             job.update(self.memory.job_extras(job, frozenset(self.tried.get(parent.id, ()))))
+        if self.routing is not None:
+            self.routing.route(job, spent_usd=self.stats.cost_usd, spent_seconds=self.stats.llm_seconds,
+                               slots_left=self.settings.budget - self.stats.n_candidates - len(self.pool.futures))
         self.pool.submit(worker, "propose", InFlight(job=job, stage="propose", worker=worker, started=time.time()),
                          job)
 
@@ -254,6 +268,8 @@ class SearchDriver:
             if result["hash"] in self.hashes:
                 if self.memory is not None:
                     self.memory.note_duplicate(job, result.get("mutator"))
+                if self.routing is not None:
+                    self.routing.observe(job, result, None)
                 self.consecutive_duplicates += 1
                 self.stats.duplicates += 1
                 self.stats.add_usage(result.get("usage"))
@@ -321,6 +337,8 @@ class SearchDriver:
         return cid
 
     def _store(self, row: dict, llm_log, job: dict, proposal: dict | None, *, objective) -> int:
+        if self.routing is not None:            # learns, and adds its decision to the call's log record
+            self.routing.observe(job, proposal, row)
         cid = self.store.add_candidate(row, llm_log)
         self.stats.note(cid=cid, passed=row["passed"], gate=row["gate"], objective=objective,
                         mutator=row["mutator"], usage=(proposal or {}).get("usage"))
@@ -355,7 +373,7 @@ class SearchDriver:
             for rec in log:
                 self.stats.add_usage({"calls": 1, "prompt_tokens": rec.get("prompt_tokens", 0),
                                       "completion_tokens": rec.get("completion_tokens", 0),
-                                      "cost_usd": rec.get("cost_usd", 0.0)})
+                                      "cost_usd": rec.get("cost_usd", 0.0), "latency_s": rec.get("latency_s", 0.0)})
         self.store.save_prompts(self.prompt_pool.to_records())
         if new is not None:
             self.log(f"  prompt variant {new['id']} evolved from {variant_id} ({new.get('origin')})")
@@ -378,6 +396,8 @@ class SearchDriver:
         extra["model_error"] = self._error_band
         if self.memory is not None:
             extra["memory"] = self.memory.summary()
+        if self.routing is not None:
+            extra["routing"] = self.routing.summary()
         extra["workers_per_node"] = self._workers_per_node()
         summary = self.stats.summary(task=self.task.name, archive=self.archive, hardware=self.settings.hardware,
                                      budget=self.settings.budget, extra=extra)

@@ -117,10 +117,13 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker, stop=None) -> tuple[d
             nodes = pool.workers_per_node()
             progress.message(f"{n_workers} Ray worker(s) ready on {len(nodes)} node(s): "
                              + ", ".join(f"{label} {k}" for label, k in nodes.items()))
+            routing = _routing_hook(cfg, task, hardware, mutator_spec, memory)
             driver = SearchDriver(task=task, settings=SearchSettings(budget=cfg.budget, workers=n_workers,
                                                                      seed=cfg.seed, hardware=hardware,
                                                                      strategy=cfg.strategy, max_cost=cfg.max_cost,
+                                                                     max_llm_seconds=cfg.max_llm_seconds,
                                                                      stop=stop),
+                                  routing=routing,
                                   store=store, run_dir=run_dir, pool=pool, progress=progress,
                                   prompt_pool=prompt_pool, llm_client=llm_client, memory=memory,
                                   archive=KernelArchive(spec_from_meta(store.get_meta("archive_spec")), seed=cfg.seed))
@@ -184,7 +187,20 @@ def _device_workers(cfg, local: dict | None, on_cluster: bool, hardware: list[st
 RESUME_KEEPS = {"seed": "--seed", "hardware": "--hardware", "models": "--model", "strategy": "--strategy",
                 "prompt_evolution": "--no-prompt-evolution", "tuning": "--no-tuning",
                 "max_kernel_configs": "--max-kernel-configs", "prompt_dir": "--prompts",
-                "memory": "--memory", "memory_mode": "--no-memory", "device_top_k": "--device-top-k"}
+                "memory": "--memory", "memory_mode": "--no-memory", "device_top_k": "--device-top-k",
+                "routing": "--routing"}
+
+
+def _routing_hook(cfg, task: Task, hardware: list[str], mutator_spec: dict, memory):
+    """The run's LLM router (docs/llm.md, "Routing"), or None for the built-in mutator."""
+    if mutator_spec.get("type") != "llm":
+        return None
+    from ..memory.signature import signature_of
+    from .routing import RoutingHook
+    op_kind = memory.sig.op_kind if memory is not None else signature_of(task, hardware).op_kind
+    priors = memory.priors if memory is not None and memory.read else None
+    return RoutingHook(mutator_spec["models"], policy=getattr(cfg, "routing", None), op_kind=op_kind,
+                       priors=priors, max_cost=cfg.max_cost, max_seconds=getattr(cfg, "max_llm_seconds", None))
 
 
 def _open_memory(cfg, task: Task, hardware: list[str], mutator_spec: dict, progress,
@@ -250,6 +266,8 @@ def _mutator_setup(cfg, task: Task, seeds: list[tuple[str, str]]):
         note = "no LLM model configured: using the built-in offline mutator"
         if cfg.prompt_dir:
             note += f" (--prompts {cfg.prompt_dir} is unused without a model)"
+        if getattr(cfg, "routing", None):
+            note += f" (--routing {cfg.routing} is unused without a model)"
         return {"type": "builtin"}, None, None, note
     from ..mutate.llm_client import LLMClient, parse_model_specs
     specs = parse_model_specs(list(task.models), list(cfg.models))

@@ -29,6 +29,7 @@ class RunStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    llm_seconds: float = 0.0             # summed latency of LLM calls (a sim model's is virtual)
     duplicates: int = 0
     verdicts_cached: int = 0             # verdicts read from a bench's shared cache instead of verified
     workers_replaced: int = 0
@@ -53,6 +54,7 @@ class RunStats:
             self.prompt_tokens += int(usage.get("prompt_tokens", 0))
             self.completion_tokens += int(usage.get("completion_tokens", 0))
             self.cost_usd += float(usage.get("cost_usd", 0.0))
+            self.llm_seconds += float(usage.get("latency_s", 0.0) or 0.0)
 
     @classmethod
     def from_store(cls, store: RunStore) -> "RunStats":
@@ -70,6 +72,8 @@ class RunStats:
             stats.add_usage({"calls": 1, "prompt_tokens": data.get("prompt_tokens", 0),
                              "completion_tokens": data.get("completion_tokens", 0),
                              "cost_usd": data.get("cost_usd", 0.0)})
+        stats.llm_seconds = sum(float(json.loads(rec).get("latency_s") or 0.0)
+                                for (rec,) in store.conn.execute("SELECT record FROM llm_calls"))
         stats.duplicates = int(store.get_meta("duplicates", 0))
         stats.verdicts_cached = int(store.get_meta("verdicts_cached", 0))
         stats.wall_seconds_before = float(store.get_meta("wall_seconds", 0.0))
@@ -98,7 +102,8 @@ class RunStats:
             "verdicts_cached": self.verdicts_cached,
             "workers_replaced": self.workers_replaced,
             "llm": {"calls": self.llm_calls, "prompt_tokens": self.prompt_tokens,
-                    "completion_tokens": self.completion_tokens, "cost_usd": round(self.cost_usd, 6)},
+                    "completion_tokens": self.completion_tokens, "cost_usd": round(self.cost_usd, 6),
+                    "seconds": round(self.llm_seconds, 3)},
             "wall_seconds": round(self.wall_seconds, 3),
             "hardware": list(hardware),
         }

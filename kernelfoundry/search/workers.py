@@ -86,7 +86,8 @@ class KernelWorker:
                 task=self.task, parent=ParentView(**job["parent"]), kind=job["kind"],
                 inspirations=[ParentView(**p) for p in job.get("inspirations", [])],
                 target_cell=job.get("target_cell"), seed=int(job["seed"]), prompt=job.get("prompt"),
-                operator_order=job.get("operator_order"), experiences=list(job.get("experiences") or []))
+                operator_order=job.get("operator_order"), experiences=list(job.get("experiences") or []),
+                model=job.get("model"), mode=job.get("mode"))
             try:
                 proposal = self.mutator.propose(request)
             except Exception as exc:        # a mutator bug must not kill the run
