@@ -34,7 +34,7 @@ from .channel import BlobReader, BlobWriter
 from .guard import DispatchGuard
 from .inputs import trace_inputs
 from .loader import CandidateTimeout, describe_exception, time_limit
-from .sector_runs import to_runs
+from .sector_runs import coarse_runs
 from .tiled import release_all
 from .trace_counts import SECTOR_BYTES, count_program, same_counts, sample_programs
 from .trace_hooks import PRECISION_RANK, LaunchContext, Session, active, dtype_name
@@ -61,7 +61,8 @@ class ProgramEvents:
 
     def __init__(self, pid: int):
         self.pid = pid
-        self.accesses: list[tuple[int, int, int, int, int, int]] = []   # kind, tensor, site, trip, elems, n_runs
+        # kind, tensor, site, trip, elems, n_runs, sectors (exact; the runs may be coarse)
+        self.accesses: list[tuple[int, int, int, int, int, int, int]] = []
         self.runs: list[np.ndarray] = []        # per access row: its sectors as runs (start, length)
         self.on_plan: list[bool] = []           # per access row: on the sparse plan (off it: a dense run's extra trip)
         self.dots: list[list[Any]] = []
@@ -71,10 +72,21 @@ class ProgramEvents:
 
 
 _NO_RUNS = np.zeros((0, 2), dtype=np.int64)
-#: Sector runs a dense run records on trips off the sparse plan, at most (4 MB of the data file: a
-#: coalesced block access is one run, so this binds only scattered accesses); past that its rows
-#: carry counts only and the judge scales sectors and distinct bytes with bytes.
+#: Exact sector runs a dense run records on trips off the sparse plan, at most (4 MB of the data file:
+#: a coalesced block access is one run, so this binds only scattered accesses).  Past it the runs are
+#: coarse (:func:`coarse_shift`): an upper bound on distinct sectors, never a drop to counts only.
 OFF_PLAN_RUNS = 1 << 18
+#: Past the budget, the block a coarse run is made of grows 4x for every this-many more runs.
+COARSE_STEP = 1 << 17
+
+
+def coarse_shift(recorded: int) -> int:
+    """The block shift (blocks of 2**shift sectors) for the next access row of a dense run that has
+    recorded *recorded* sector runs off the sparse plan: 0 (exact) within the budget, then 4, 16,
+    64, ... sectors per block, so a program's runs stay a few MB however it scatters."""
+    if recorded < OFF_PLAN_RUNS:
+        return 0
+    return min(62, 2 * (1 + (recorded - OFF_PLAN_RUNS) // COARSE_STEP))
 
 
 def first_sectors(accesses: np.ndarray, runs: list[np.ndarray], on_plan: list[bool]) -> dict[tuple[int, int], int]:
@@ -241,13 +253,12 @@ class TraceSession(Session):
         # the interruption (not a length mismatch) is what the run reports
         rows = min(len(ev.accesses), len(ev.runs), len(ev.on_plan))
         del ev.accesses[rows:], ev.runs[rows:], ev.on_plan[rows:]
-        accesses = np.array(ev.accesses, dtype=np.int64).reshape(-1, 6)
+        accesses = np.array(ev.accesses, dtype=np.int64).reshape(-1, 7)
         runs = np.concatenate(ev.runs) if ev.runs else _NO_RUNS
         ops = [[trip, kind, amount] for (trip, kind), amount in ev.ops.items()]
         return {"pid": ev.pid, "max_block": ev.max_block, "_raw": (accesses, runs), "dots": ev.dots, "ops": ops,
                 "execs": [[e.loop, e.kind, e.n, e.parent, e.plan, e.sparse] for e in CONTROL.execs],
                 "trips": [list(t) for t in CONTROL.trips[1:]],
-                "all_sectors": ev.off_plan_runs < OFF_PLAN_RUNS,
                 "_firsts": first_sectors(accesses, ev.runs, ev.on_plan)}
 
     def _wave(self, ctx: LaunchContext) -> dict[str, Any]:
@@ -299,14 +310,11 @@ class TraceSession(Session):
         on_plan = not CONTROL.off_sparse_plan
         for tensor, addrs in parts:
             ev.on_plan.append(on_plan)
-            if not on_plan and ev.off_plan_runs >= OFF_PLAN_RUNS:   # over budget: counts only
-                ev.accesses.append((KINDS[kind], self._tensor_index[tensor.name], site, trip, int(addrs.size), 0))
-                ev.runs.append(_NO_RUNS)
-                continue
-            runs = to_runs(np.unique((addrs - tensor.data_ptr) >> 5))
+            sectors = np.unique((addrs - tensor.data_ptr) >> 5)
+            runs = coarse_runs(sectors, 0 if on_plan else coarse_shift(ev.off_plan_runs))
             ev.off_plan_runs += 0 if on_plan else int(runs.shape[0])
             ev.accesses.append((KINDS[kind], self._tensor_index[tensor.name], site, trip, int(addrs.size),
-                                int(runs.shape[0])))
+                                int(runs.shape[0]), int(sectors.size)))
             ev.runs.append(runs)
 
     def on_dot(self, a, b, precision, loaded_rank) -> None:

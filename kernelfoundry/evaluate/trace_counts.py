@@ -73,7 +73,7 @@ def _require(ok: bool, what: str) -> None:
 def own_work(accesses: np.ndarray, record: dict[str, Any], n_trips: int) -> np.ndarray:
     """``[n_trips, len(WORK_KINDS)]``: the unweighted work each trip id recorded itself."""
     work = np.zeros((n_trips, len(WORK_KINDS)))
-    for kind, _tensor, _site, trip, elems, _n in accesses.tolist():
+    for kind, _tensor, _site, trip, elems, _n, _sectors in accesses.tolist():
         _require(kind in (0, 1, 2) and 0 <= trip < n_trips and elems >= 0, "an access record is malformed")
         work[int(trip), int(kind)] += elems
     for dot in record.get("dots", []):
@@ -119,12 +119,15 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
     densely sampled long loops is counted at an upper bound, :mod:`sample_spread`)."""
     n_tensors = len(tensors)
     counts = ProgramCounts(n_tensors)
-    accesses = blob.get(record["accesses"]).reshape(-1, 6) if record.get("accesses") else np.zeros((0, 6))
+    accesses = blob.get(record["accesses"]).reshape(-1, 7) if record.get("accesses") else np.zeros((0, 7))
     runs = blob.get(record["runs"]) if record.get("runs") else np.zeros((0, 2), dtype=np.int64)
-    _require(valid_rows(runs, accesses[:, 5].astype(np.int64)), "the sector runs are malformed or do not add up")
-    ends = np.cumsum(accesses[:, 5].astype(np.int64))
+    n_runs, row_sectors = accesses[:, 5].astype(np.int64), accesses[:, 6].astype(np.int64)
+    _require(valid_rows(runs, n_runs), "the sector runs are malformed or do not add up")
+    ends = np.cumsum(n_runs)
     run_sectors = np.concatenate(([0], np.cumsum(runs[:, 1])))
-    row_sectors = run_sectors[ends] - run_sectors[ends - accesses[:, 5].astype(np.int64)]
+    # a row's exact sector count lies between its run count and what its (possibly coarse) runs cover
+    _require(bool(np.all((n_runs <= row_sectors) & (row_sectors <= run_sectors[ends] - run_sectors[ends - n_runs])
+                         & ((n_runs == 0) == (row_sectors == 0)))), "a sector count disagrees with its runs")
     trips = record.get("trips", [])
     _require(isinstance(trips, list), "the trip list is malformed")
     try:
@@ -142,7 +145,7 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
     # per tensor, loads and stores: the rows' sector runs and weights, for the distinct count below
     touched: list[tuple[list, list]] = [([], []) for _ in range(n_tensors)]
     first_seen: set[tuple[int, int]] = set()
-    for i, (kind, tensor, site, trip, elems, n_runs) in enumerate(accesses.tolist()):
+    for i, (kind, tensor, site, trip, elems, n_runs, _sectors) in enumerate(accesses.tolist()):
         _require(0 <= tensor < n_tensors and 0 <= trip < len(weights) and kind in (0, 1, 2) and elems >= 0,
                  "an access record is malformed")
         w = weights[trip]
@@ -159,16 +162,18 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
             if grouped:
                 g_bytes[labels[trip], tensor, int(is_store)] += elems * elem_bytes * w
             row[_STORE_SECTORS if is_store else _LOAD_SECTORS] += float(row_sectors[i]) * w
-            touched[tensor][int(is_store)].append((chunk, w))
+            touched[tensor][int(is_store)].append((chunk, w, float(row_sectors[i])))
     for tensor, per_kind in enumerate(touched):      # each row counts the sectors no earlier row touched
         for is_store, rows in enumerate(per_kind):
             if not rows:
                 continue
-            new, distinct = new_per_row([chunk for chunk, _ in rows])
-            counts.traffic[tensor, _UNIQUE_STORE if is_store else _UNIQUE_LOAD] += SECTOR_BYTES * float(
-                np.dot(new, [w for _, w in rows]))
+            new, distinct, shift = new_per_row([chunk for chunk, _, _ in rows])
+            row_w = np.array([w for _, w, _ in rows])
+            # coarse runs over-state new sectors; no row adds more than it touched (two upper bounds)
+            unique = min(float(np.dot(new, row_w)), float(np.dot([n for _, _, n in rows], row_w)))
+            counts.traffic[tensor, _UNIQUE_STORE if is_store else _UNIQUE_LOAD] += SECTOR_BYTES * unique
             if not is_store and distinct.size:
-                counts.signatures[tensor] = hash(distinct.tobytes())
+                counts.signatures[tensor] = hash((shift, distinct.tobytes()))
     for dot in record.get("dots", []):
         _require(isinstance(dot, list) and len(dot) == 9, "a dot record is malformed")
         m, n, k, batch, dtype, precision, loaded_rank, trip, operand_bytes = dot
@@ -220,23 +225,15 @@ class DenseLift:
 
     COLUMNS = (_LOAD_BYTES, _LOAD_SECTORS, _UNIQUE_LOAD, _STORE_BYTES, _STORE_SECTORS, _UNIQUE_STORE)
 
-    def __init__(self, full: ProgramCounts, sparse: ProgramCounts, all_sectors: bool = True):
-        # (multiplier or 0.0 to add, the full count) per count, decided once from the dense program; a
-        # dense run that recorded sectors on every trip gives distinct bytes and sectors counts of their
-        # own, else they follow the tensor's bytes
-        own = self.COLUMNS if all_sectors else (_LOAD_BYTES, _STORE_BYTES)
-        follow = {} if all_sectors else {_LOAD_BYTES: (_LOAD_SECTORS, _UNIQUE_LOAD),
-                                         _STORE_BYTES: (_STORE_SECTORS, _UNIQUE_STORE)}
+    def __init__(self, full: ProgramCounts, sparse: ProgramCounts):
+        # (multiplier or 0.0 to add, the full count) per count, decided once from the dense program (it
+        # records sectors on every trip: distinct bytes and sectors have counts of their own)
         self.traffic = []
         for i in range(full.traffic.shape[0]):
-            for col in own:
+            for col in self.COLUMNS:
                 factor = self._factor(full.traffic[i, col], sparse.traffic[i, col])
-                if factor is None:
-                    continue
-                self.traffic.append((i, col, factor, full.traffic[i, col]))
-                for other in follow.get(col, ()):      # scaled like the bytes (added: bytes' worth)
-                    extra = full.traffic[i, col] / (SECTOR_BYTES if other in (_LOAD_SECTORS, _STORE_SECTORS) else 1)
-                    self.traffic.append((i, other, factor, extra))
+                if factor is not None:
+                    self.traffic.append((i, col, factor, full.traffic[i, col]))
         self.dots = {d: (f, v) for d, v in full.dot_flops.items()
                      for f in [self._factor(v, sparse.dot_flops.get(d, 0.0))] if f is not None}
         self.ops = {k: (f, v) for k, v in full.ops.items() for f in [self._factor(v, sparse.ops.get(k, 0.0))]
@@ -330,7 +327,7 @@ def build_launch_trace(record: dict[str, Any], blob: BlobReader) -> LaunchTrace:
     lifts = []
     for p, c in zip(programs, counts):
         if p.get("dense") is True:
-            lifts.append(DenseLift(count_program(p, tensors, blob), c, all_sectors=p.get("all_sectors") is not False))
+            lifts.append(DenseLift(count_program(p, tensors, blob), c))
         else:
             _require(same_counts(c, counts[leads[0]]), "a program whose sparse counts differ from the lead's "
                      "was not counted densely")
