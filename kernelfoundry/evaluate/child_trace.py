@@ -9,7 +9,9 @@ dot (shape, operand dtype, precision, the precision its operands were loaded at)
 op counts per loop trip, and the loop executions with the trips they ran.  A wave
 pass then runs the first programs in launch order and records, per program, the
 first sector each load site touches per input tensor, stopping a program once
-every site the sampled programs used has been seen.  Counting, weighting,
+every site the sampled programs used has been seen, and a census runs many seeded-random
+programs with loops cut to their first trip, recording the loops they would make
+(:mod:`census`).  Counting, weighting,
 footprints, coverage and scoring all happen in the judge (:mod:`trace_judge`).
 Each launch also records what the compile gate needs, from Triton's own argument
 binder: argument kinds, dtypes, divisibility by 16, constexpr values, launch options.
@@ -30,6 +32,7 @@ import torch
 from ..candidate import config_key
 from ..task import Task
 from .arms import RECORDER
+from .census import census_pids, run_census
 from .channel import BlobReader, BlobWriter
 from .guard import DispatchGuard
 from .inputs import trace_inputs
@@ -165,6 +168,7 @@ class TraceSession(Session):
         self._wave_seen: set[tuple[int, int]] | None = None
         self._wave_rows: list[tuple[int, int, int, int]] = []
         self._wave_pid = 0
+        self._census = False                    # the census runs: record loops only
         self._tensor_index: dict[str, int] = {}
         self._writes: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None   # (storage bytes, index, old)
         self._views: dict[int, np.ndarray] = {}                             # storage start -> its bytes
@@ -198,8 +202,10 @@ class TraceSession(Session):
         self._wave_targets = wave_targets([p.pop("_firsts") for p in programs])
         wave = self._wave(ctx) if self._wave_targets else {"programs": 0, "anchors": self.blob.put(
             np.zeros((0, 4), dtype=np.int64))}
+        census = run_census(census_pids(ctx.num_programs, len(sampled), self.rng),
+                            lambda pid: self._census_program(ctx, pid))
         self.launches.append({"kernel": ctx.kernel, "grid": list(ctx.grid), "num_programs": ctx.num_programs,
-                              "tensors": tensors, "programs": programs, "wave": wave})
+                              "tensors": tensors, "programs": programs, "wave": wave, "census": census})
 
     def _undo_writes(self) -> None:
         """Put back what the last program run wrote (stores, atomics), newest first: a program run
@@ -284,7 +290,20 @@ class TraceSession(Session):
         rows = np.array(self._wave_rows, dtype=np.int64).reshape(-1, 4)
         return {"programs": count, "anchors": self.blob.put(rows)}
 
+    def _census_program(self, ctx: LaunchContext, pid: int) -> tuple[list, list]:
+        """Run one census program with every ``for`` loop cut to its first trip; its loops and trips."""
+        self.tagging, RECORDER.active, CONTROL.first_trips_only, self._census = False, False, True, True
+        try:
+            CONTROL.reset(f"census:{pid}")
+            ctx.run_program(pid)
+        finally:
+            self.tagging, RECORDER.active, CONTROL.first_trips_only, self._census = True, True, False, False
+        return ([[e.loop, e.kind, e.n, e.parent, e.plan, e.sparse] for e in CONTROL.execs],
+                [list(t) for t in CONTROL.trips[1:]])
+
     def record_access(self, kind, parts, elem_bytes, block_elems, site) -> None:
+        if self._census:
+            return
         if self._wave_seen is not None:
             if kind == "store":
                 return

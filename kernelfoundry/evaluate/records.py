@@ -59,6 +59,8 @@ class LaunchTrace:
     max_loop_trips: float = 0.0              # the most loop trips of one sampled program (its serial chain)
     max_block_elems: int = 0                 # largest block tensor seen (register pressure proxy)
     program_bytes_spread: float = 1.0        # max / mean of per-program bytes over sampled programs
+    census_programs: int = 0                 # programs the census ran (loops cut to their first trip)
+    census_scale: float = 1.0                # per-program counts scaled up to the census's planned work
     # Wave footprint: for each tensor, [[w, distinct first-access sectors among programs 0..w-1], ...]
     footprint: dict[str, list[list[int]]] = field(default_factory=dict)
     # What the compile gate needs: argument kinds, dtypes, divisibility, constexprs, launch options

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .census import CensusError, judge_census
 from .channel import BlobReader, ChannelError
 from .records import ConfigTrace, LaunchTrace, TensorTraffic
 from .sample_spread import GROUPS, sample_groups, upper_margin
@@ -338,6 +339,13 @@ def build_launch_trace(record: dict[str, Any], blob: BlobReader) -> LaunchTrace:
         # carried state (an advanced pointer) differs from a sparse run's, and the lead ran more trips
         c.run_kind = "lead" if i == leads[0] else "dense" if p.get("dense") is True else "sparse"
     weights = program_weights(sampled, num_programs) if sampled else []
+    # the census: more planned work in the grid than the traced programs stand for scales their counts
+    traced_work = float(sum(w * (1.0 + c.loop_trips) for w, c in zip(weights, counts)))
+    try:
+        census = judge_census(record.get("census"), num_programs, len(sampled), traced_work)
+    except CensusError as exc:
+        raise MalformedTrace(str(exc)) from None
+    spread_weights, weights = weights, [w * census.scale for w in weights]
 
     def mean(value) -> float:
         return float(sum(w * value(c) for w, c in zip(weights, counts)))
@@ -354,7 +362,7 @@ def build_launch_trace(record: dict[str, Any], blob: BlobReader) -> LaunchTrace:
             max_unique_load_bytes=max((float(c.traffic[i, _UNIQUE_LOAD]) for c in counts), default=0.0))
     dtypes = sorted({d for c in counts for d in c.dot_flops})
     per_program_bytes = [c.total_bytes for c in counts]
-    mean_bytes = mean(lambda c: c.total_bytes)          # the grid's mean (sampled programs weighted)
+    mean_bytes = sum(w * c.total_bytes for w, c in zip(spread_weights, counts))   # sampled programs weighted
     loaded = set().union(*(c.loaded() for c in counts)) if counts else set()
     return LaunchTrace(
         kernel=str(record["kernel"]), grid=tuple(grid), num_programs=num_programs, sampled_programs=sampled,
@@ -366,11 +374,12 @@ def build_launch_trace(record: dict[str, Any], blob: BlobReader) -> LaunchTrace:
         transcendental_ops=mean(lambda c: c.ops["transcendental"]),
         reduction_elems=mean(lambda c: c.ops["reduction"]),
         loop_trips=mean(lambda c: c.loop_trips),
-        max_loop_trips=max((c.loop_trips for c in counts), default=0.0),
+        max_loop_trips=max(max((c.loop_trips for c in counts), default=0.0), census.max_loop_trips),
         max_block_elems=max((c.max_block for c in counts), default=0),
-        program_bytes_spread=max(per_program_bytes) / mean_bytes if mean_bytes > 0 else 1.0,
+        program_bytes_spread=max(max(per_program_bytes) / mean_bytes if mean_bytes > 0 else 1.0, census.spread),
         footprint=footprint(record.get("wave", {}), blob, num_programs, names, loaded,
                             unanchored(counts, len(tensors))),
+        census_programs=census.programs, census_scale=census.scale,
         signature=record.get("signature") if isinstance(record.get("signature"), dict) else None)
 
 

@@ -1,0 +1,96 @@
+"""The census: how much loop work every program of a launch plans, from a large random sample.
+
+The trace counts a few programs of each launch in detail (first, last and seeded-random ones), so a
+kernel could leave most of the grid light and give a rare program (one in 64, say) the work of many
+(``sample_dodging``): the detailed samples are light, and where the output is small and programs
+re-read their inputs, output and input coverage hold.  The census runs many more programs, each with
+every ``for`` loop cut to its first trip (as the wave pass does: cheap), and records the loops they
+entered with their full trip counts.  The judge turns each census program into its planned work,
+``1 + `` its loop trips (a nested loop counts once per trip of the loops around it), and sets the
+census mean against the traced programs' weighted mean of the same measure: where the census
+finds more planned work than the traced programs stand for, the launch's counts are scaled up to it.
+An honest kernel whose programs plan equal work is unchanged (the two means agree exactly).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .trip_witness import WitnessError, parse_loops
+
+#: Programs a census runs per launch, at most (all of them on a smaller grid).
+CENSUS_PROGRAMS = 256
+#: The census scales a launch's counts only when its mean planned work exceeds the traced programs'
+#: by more than this fraction (their estimate is a weighted sample too).
+CENSUS_TOLERANCE = 0.05
+
+
+class CensusError(ValueError):
+    """A census record does not hold together."""
+
+
+def census_pids(num_programs: int, traced: int, rng: random.Random, limit: int = CENSUS_PROGRAMS) -> list[int]:
+    """The programs a census runs: none where the trace ran all *traced* programs of the grid, all of a
+    small grid, else *limit* seeded-random ones."""
+    if num_programs <= traced:
+        return []
+    if num_programs <= limit:
+        return list(range(num_programs))
+    return sorted(rng.sample(range(num_programs), limit))
+
+
+def run_census(pids: list[int], run_one: Callable[[int], tuple[list, list]]) -> dict[str, Any]:
+    """The census record of a launch: ``run_one(pid)`` runs a program with loops cut to their first
+    trip and returns its loop executions and trips (``CONTROL.execs``/``trips`` as the trace records)."""
+    return {"programs": [[pid, *run_one(pid)] for pid in pids]}
+
+
+def planned_work(execs: list[Any], trips: list[Any]) -> float:
+    """A program's planned work: 1 + the trips its loops would make, from a run whose loops took their
+    first trips only (that trip stands for all *n*, so a nested loop counts once per trip of the loops
+    around it)."""
+    try:
+        loops, trip_list = parse_loops(execs, trips)
+    except WitnessError as exc:
+        raise CensusError(f"a census program's loops are malformed: {exc}") from None
+    stands_for = [1.0] * (len(trip_list) + 1)          # trip id -> the real trips it stands for
+    for t, (e, _) in enumerate(trip_list, start=1):     # parents come before their trips
+        _, kind, n, parent, _, _ = loops[e]
+        stands_for[t] = stands_for[parent] * (n if kind == "for" else 1)
+    return 1.0 + sum(float(n) * stands_for[parent] for _, _, n, parent, _, _ in loops)
+
+
+@dataclass(frozen=True)
+class Census:
+    """What a launch's census found: the programs it ran, the factor for the traced programs' counts,
+    and the heaviest program's planned work over the mean (1.0 where the census ran nothing)."""
+
+    programs: int = 0
+    scale: float = 1.0
+    spread: float = 1.0
+    max_loop_trips: float = 0.0
+
+
+def judge_census(record: Any, num_programs: int, traced: int, traced_work: float) -> Census:
+    """The census of a launch from its record, the number of programs the trace ran and their weighted
+    mean planned work (``1 + loop_trips``); raises :class:`CensusError` on a malformed record."""
+    programs = record.get("programs") if isinstance(record, dict) else None
+    if not isinstance(programs, list):
+        raise CensusError("the census record is malformed")
+    pids = [p[0] if isinstance(p, list) and len(p) == 3 else None for p in programs]
+    if not all(isinstance(p, int) and 0 <= p < max(num_programs, 1) for p in pids) or len(set(pids)) != len(pids):
+        raise CensusError("census programs are out of range or repeated")
+    expected = 0 if num_programs <= traced else min(num_programs, CENSUS_PROGRAMS)
+    if len(programs) != expected:
+        raise CensusError(f"the census ran {len(programs)} programs of {num_programs}, not {expected}")
+    if not programs:
+        return Census()
+    work = np.array([planned_work(execs, trips) for _, execs, trips in programs])
+    mean = float(work.mean())
+    scale = mean / traced_work if traced_work > 0 and mean > (1.0 + CENSUS_TOLERANCE) * traced_work else 1.0
+    return Census(programs=len(programs), scale=scale, spread=float(work.max()) / mean,
+                  max_loop_trips=float(work.max()) - 1.0)

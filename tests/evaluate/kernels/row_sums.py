@@ -1,0 +1,22 @@
+"""Row sums, one row per program (a trace test kernel: every program plans the same work)."""
+import torch
+import triton
+import triton.language as tl
+
+PARAMS = {"BLOCK": [32]}
+
+
+@triton.jit
+def row_sum_kernel(x_ptr, out_ptr, n_blocks, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for k in range(n_blocks):
+        acc += tl.load(x_ptr + row * n_blocks * BLOCK + k * BLOCK + cols)
+    tl.store(out_ptr + row * BLOCK + cols, acc)
+
+
+def launch(x, *, BLOCK):
+    out = torch.empty((x.shape[0], BLOCK), device=x.device, dtype=x.dtype)
+    row_sum_kernel[(x.shape[0],)](x, out, x.shape[1] // BLOCK, BLOCK=BLOCK)
+    return out

@@ -1,0 +1,95 @@
+"""The census: a large random sample of programs, loops cut to their first trip, finds planned work
+that the few traced programs do not stand for (work left to rare programs) and scales it in."""
+
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"   # before anything imports triton
+
+import random
+from pathlib import Path
+
+import pytest
+
+from kernelfoundry.evaluate.census import CENSUS_PROGRAMS, CensusError, census_pids, judge_census, planned_work
+from kernelfoundry.evaluate.inprocess import trace_trusted
+from kernelfoundry.task import task_from_dict
+
+KERNELS = Path(__file__).resolve().parent / "kernels"
+ROWS, BLOCKS, BLOCK = 1024, 4, 32
+SUMS = task_from_dict({
+    "name": "row_sums", "reference": "import torch\ndef reference(x):\n    return x.view(-1, %d, %d).sum(1)\n" % (
+        BLOCKS, BLOCK),
+    "inputs": {"x": {"shape": ["R", BLOCKS * BLOCK], "dtype": "float32"}},
+    "shapes": {"check": [{"R": 128}], "target": [{"R": ROWS}]},
+    "tolerance": {"atol": 1e-4, "rtol": 1e-4}, "seeds": [str(KERNELS / "row_sums.py")]})
+ROW_BYTES = BLOCKS * BLOCK * 4
+
+
+def _loop(n, parent=0, kind="for"):
+    return ["k:1", kind, n, parent, [0] if n else [], []]
+
+
+def test_planned_work_counts_a_nested_loop_once_per_trip_of_the_loop_around_it():
+    # an outer loop of 4 trips (its first trip: id 1) holding an inner loop of 8
+    assert planned_work([_loop(4), _loop(8, parent=1)], [[0, 0], [1, 0]]) == 1 + 4 + 4 * 8
+    assert planned_work([], []) == 1.0
+    with pytest.raises(CensusError):
+        planned_work([_loop(4), _loop(8, parent=5)], [[0, 0]])
+
+
+def _record(works):
+    """A census record whose program i plans works[i] - 1 trips of one loop."""
+    return {"programs": [[pid, [_loop(w - 1)] if w > 1 else [], [[0, 0]] if w > 1 else []]
+                         for pid, w in enumerate(works)]}
+
+
+def test_equal_programs_leave_the_counts_alone_and_rare_heavy_ones_scale_them():
+    census = judge_census(_record([5] * 200), 200, 4, traced_work=5.0)
+    assert (census.programs, census.scale, census.spread) == (200, 1.0, 1.0)
+    works = [5 + (150 if pid % 64 == 7 else 0) for pid in range(256)]
+    census = judge_census(_record(works), 256, 4, traced_work=5.0)
+    assert census.scale == pytest.approx(sum(works) / 256 / 5.0) and census.scale > 1.4
+    assert census.spread == pytest.approx(155 / (sum(works) / 256)) and census.max_loop_trips == 154
+
+
+@pytest.mark.parametrize("record, text", [
+    (None, "malformed"),
+    ({"programs": "x"}, "malformed"),
+    (_record([2] * 10), "ran 10 programs"),
+    ({"programs": [[300, [], []]] + _record([2] * 255)["programs"]}, "out of range"),
+    ({"programs": [[0, [], []]] + _record([2] * 255)["programs"]}, "repeated"),
+])
+def test_a_malformed_or_short_census_is_refused(record, text):
+    with pytest.raises(CensusError, match=text):
+        judge_census(record, 300, 4, traced_work=2.0)
+
+
+def test_a_grid_the_trace_ran_whole_needs_no_census():
+    assert census_pids(4, 4, random.Random(0)) == []
+    assert census_pids(100, 4, random.Random(0)) == list(range(100))
+    picks = census_pids(10_000, 4, random.Random(0))
+    assert len(picks) == len(set(picks)) == CENSUS_PROGRAMS
+    assert judge_census({"programs": []}, 4, 4, traced_work=1.0).scale == 1.0
+
+
+def _total_load_bytes(kernel: str, seed: int):
+    gate, (trace,) = trace_trusted((KERNELS / kernel).read_text(), SUMS, [{"BLOCK": BLOCK}], seed=seed,
+                                   trace_programs=4, timeout=120.0)
+    assert gate.passed, gate.reason
+    (launch,) = trace.launches
+    return launch, launch.traffic["x_ptr"].load_bytes * launch.num_programs
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_work_left_to_rare_programs_is_counted(seed):
+    launch, total = _total_load_bytes("rare_heavy_programs.py", seed)
+    # the traced programs are light; the census finds the heavy ones (about 4 of its 256)
+    assert launch.num_programs == 640 and launch.census_programs == CENSUS_PROGRAMS
+    assert launch.census_scale > 1.3 and total >= 0.7 * ROWS * ROW_BYTES
+    assert launch.max_loop_trips >= 40 * BLOCKS and launch.program_bytes_spread > 10
+
+
+def test_an_honest_grid_is_unchanged_by_the_census():
+    launch, total = _total_load_bytes("row_sums.py", 0)
+    assert launch.census_programs == CENSUS_PROGRAMS and launch.census_scale == 1.0
+    assert total == pytest.approx(ROWS * ROW_BYTES) and launch.program_bytes_spread == pytest.approx(1.0)
