@@ -40,7 +40,7 @@ from .loader import CandidateTimeout, describe_exception, time_limit
 from .sector_runs import coarse_runs
 from .tiled import release_all
 from .trace_counts import SECTOR_BYTES, count_program, same_counts, sample_programs
-from .trace_hooks import PRECISION_RANK, LaunchContext, Session, active, dtype_name
+from .trace_hooks import PRECISION_RANK, LaunchContext, RuleViolation, Session, active, dtype_name
 from .trace_loops import CONTROL, DENSE_TRIPS, DENSE_TRIPS_OTHERS, LoopLimit
 
 #: The wave pass covers the first this-many programs in launch order.
@@ -293,9 +293,15 @@ class TraceSession(Session):
     def _census_program(self, ctx: LaunchContext, pid: int) -> tuple[list, list]:
         """Run one census program with every ``for`` loop cut to its first trip; its loops and trips."""
         self.tagging, RECORDER.active, CONTROL.first_trips_only, self._census = False, False, True, True
+        before = self.violation          # an access a sampled program made out of bounds still counts
         try:
             CONTROL.reset(f"census:{pid}")
             ctx.run_program(pid)
+        except Exception as exc:        # noqa: BLE001 - cut loops can leave later code on values a full
+            # run would not have (an index past a buffer): what the program planned until then is its census
+            if isinstance(exc, RuleViolation) or isinstance(exc.__cause__, RuleViolation):
+                raise
+            self.violation = before
         finally:
             self.tagging, RECORDER.active, CONTROL.first_trips_only, self._census = True, True, False, False
         return ([[e.loop, e.kind, e.n, e.parent, e.plan, e.sparse] for e in CONTROL.execs],

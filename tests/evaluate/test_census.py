@@ -93,3 +93,9 @@ def test_an_honest_grid_is_unchanged_by_the_census():
     launch, total = _total_load_bytes("row_sums.py", 0)
     assert launch.census_programs == CENSUS_PROGRAMS and launch.census_scale == 1.0
     assert total == pytest.approx(ROWS * ROW_BYTES) and launch.program_bytes_spread == pytest.approx(1.0)
+
+
+def test_a_program_that_fails_only_with_its_loops_cut_keeps_what_it_planned_until_then():
+    launch, total = _total_load_bytes("row_sums_last_index.py", 0)
+    assert launch.census_programs == CENSUS_PROGRAMS and launch.census_scale == 1.0
+    assert total == pytest.approx(ROWS * ROW_BYTES)
