@@ -9,11 +9,13 @@ entered with their full trip counts.  The judge turns each census program into i
 ``1 + `` its loop trips (a nested loop counts once per trip of the loops around it), and sets the
 census mean against the traced programs' weighted mean of the same measure: where the census
 finds more planned work than the traced programs stand for, the launch's counts are scaled up to it.
-An honest kernel whose programs plan equal work is unchanged (the two means agree exactly).
+An honest kernel whose programs plan equal work is unchanged (the two means agree exactly).  A
+candidate whose kernels have no loop at all needs no census (its programs differ by branches only).
 """
 
 from __future__ import annotations
 
+import ast
 import random
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -33,20 +35,34 @@ class CensusError(ValueError):
     """A census record does not hold together."""
 
 
-def census_pids(num_programs: int, traced: int, rng: random.Random, limit: int = CENSUS_PROGRAMS) -> list[int]:
-    """The programs a census runs: none where the trace ran all *traced* programs of the grid, all of a
-    small grid, else *limit* seeded-random ones."""
-    if num_programs <= traced:
+def kernels_have_loops(source: str) -> bool:
+    """Whether a ``for`` or ``while`` loop appears in a jit function of *source* (True where that cannot
+    be told: no jit function found, or the source does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return True
+    kernels = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+               and any("jit" in ast.unparse(d) for d in f.decorator_list)]
+    return not kernels or any(isinstance(n, (ast.For, ast.While)) for f in kernels for n in ast.walk(f))
+
+
+def census_pids(num_programs: int, traced: int, rng: random.Random, loops: bool = True,
+                limit: int = CENSUS_PROGRAMS) -> list[int]:
+    """The programs a census runs: none where the trace ran all *traced* programs of the grid or the
+    kernels have no loops, all of a small grid, else *limit* seeded-random ones."""
+    if num_programs <= traced or not loops:
         return []
     if num_programs <= limit:
         return list(range(num_programs))
     return sorted(rng.sample(range(num_programs), limit))
 
 
-def run_census(pids: list[int], run_one: Callable[[int], tuple[list, list]]) -> dict[str, Any]:
+def run_census(pids: list[int], run_one: Callable[[int], tuple[list, list]], loops: bool = True) -> dict[str, Any]:
     """The census record of a launch: ``run_one(pid)`` runs a program with loops cut to their first
-    trip and returns its loop executions and trips (``CONTROL.execs``/``trips`` as the trace records)."""
-    return {"programs": [[pid, *run_one(pid)] for pid in pids]}
+    trip and returns its loop executions and trips (``CONTROL.execs``/``trips`` as the trace records);
+    *loops*: whether the candidate's kernels have any."""
+    return {"loops": loops, "programs": [[pid, *run_one(pid)] for pid in pids]}
 
 
 def planned_work(execs: list[Any], trips: list[Any]) -> float:
@@ -79,12 +95,15 @@ def judge_census(record: Any, num_programs: int, traced: int, traced_work: float
     """The census of a launch from its record, the number of programs the trace ran and their weighted
     mean planned work (``1 + loop_trips``); raises :class:`CensusError` on a malformed record."""
     programs = record.get("programs") if isinstance(record, dict) else None
-    if not isinstance(programs, list):
+    loops = record.get("loops") if isinstance(record, dict) else None
+    if not isinstance(programs, list) or not isinstance(loops, bool):
         raise CensusError("the census record is malformed")
+    if not loops and abs(traced_work - 1.0) > 1e-9:
+        raise CensusError("the census was skipped for kernels without loops, but the traced programs ran loops")
     pids = [p[0] if isinstance(p, list) and len(p) == 3 else None for p in programs]
     if not all(isinstance(p, int) and 0 <= p < max(num_programs, 1) for p in pids) or len(set(pids)) != len(pids):
         raise CensusError("census programs are out of range or repeated")
-    expected = 0 if num_programs <= traced else min(num_programs, CENSUS_PROGRAMS)
+    expected = 0 if num_programs <= traced or not loops else min(num_programs, CENSUS_PROGRAMS)
     if len(programs) != expected:
         raise CensusError(f"the census ran {len(programs)} programs of {num_programs}, not {expected}")
     if not programs:

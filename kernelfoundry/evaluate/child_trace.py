@@ -32,7 +32,7 @@ import torch
 from ..candidate import config_key
 from ..task import Task
 from .arms import RECORDER
-from .census import census_pids, run_census
+from .census import census_pids, kernels_have_loops, run_census
 from .channel import BlobReader, BlobWriter
 from .guard import DispatchGuard
 from .inputs import trace_inputs
@@ -156,7 +156,7 @@ class TraceSession(Session):
     needs_sites = True
 
     def __init__(self, trace_programs: int, rng: random.Random, *, guard: DispatchGuard, candidate_file: str,
-                 blob: BlobWriter, wave_programs: int = WAVE_PROGRAMS):
+                 blob: BlobWriter, wave_programs: int = WAVE_PROGRAMS, has_loops: bool = True):
         super().__init__(guard=guard, candidate_file=candidate_file)
         self.trace_programs = max(1, int(trace_programs))
         self.rng = rng
@@ -169,6 +169,7 @@ class TraceSession(Session):
         self._wave_rows: list[tuple[int, int, int, int]] = []
         self._wave_pid = 0
         self._census = False                    # the census runs: record loops only
+        self._has_loops = has_loops             # whether the candidate's kernels have loops (a census needs them)
         self._tensor_index: dict[str, int] = {}
         self._writes: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None   # (storage bytes, index, old)
         self._views: dict[int, np.ndarray] = {}                             # storage start -> its bytes
@@ -202,8 +203,8 @@ class TraceSession(Session):
         self._wave_targets = wave_targets([p.pop("_firsts") for p in programs])
         wave = self._wave(ctx) if self._wave_targets else {"programs": 0, "anchors": self.blob.put(
             np.zeros((0, 4), dtype=np.int64))}
-        census = run_census(census_pids(ctx.num_programs, len(sampled), self.rng),
-                            lambda pid: self._census_program(ctx, pid))
+        census = run_census(census_pids(ctx.num_programs, len(sampled), self.rng, self._has_loops),
+                            lambda pid: self._census_program(ctx, pid), self._has_loops)
         self.launches.append({"kernel": ctx.kernel, "grid": list(ctx.grid), "num_programs": ctx.num_programs,
                               "tensors": tensors, "programs": programs, "wave": wave, "census": census})
 
@@ -384,7 +385,13 @@ def trace_config(launch, task: Task, shape_index: int, config: dict[str, Any], h
     start = time.perf_counter()
     rng = random.Random(f"{seed}:{shape_index}:{config_key(config)}")
     guard = DispatchGuard(poison_empty=False)
-    session = TraceSession(trace_programs, rng, guard=guard, candidate_file=candidate_file, blob=blob)
+    try:
+        with open(candidate_file, encoding="utf-8") as f:
+            has_loops = kernels_have_loops(f.read())
+    except OSError:
+        has_loops = True
+    session = TraceSession(trace_programs, rng, guard=guard, candidate_file=candidate_file, blob=blob,
+                           has_loops=has_loops)
     CONTROL.sampling, CONTROL.seed = True, f"{seed}:{shape_index}:{config_key(config)}"
     inputs, mappings = trace_inputs(task, env, seed)
     for x in inputs:            # the task's data keeps its precision through any view of another dtype

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelfoundry.evaluate.census import CENSUS_PROGRAMS, CensusError, census_pids, judge_census, planned_work
+from kernelfoundry.evaluate.census import (CENSUS_PROGRAMS, CensusError, census_pids, judge_census,
+                                          kernels_have_loops, planned_work)
 from kernelfoundry.evaluate.inprocess import trace_trusted
 from kernelfoundry.task import task_from_dict
 
@@ -39,7 +40,7 @@ def test_planned_work_counts_a_nested_loop_once_per_trip_of_the_loop_around_it()
 
 def _record(works):
     """A census record whose program i plans works[i] - 1 trips of one loop."""
-    return {"programs": [[pid, [_loop(w - 1)] if w > 1 else [], [[0, 0]] if w > 1 else []]
+    return {"loops": True, "programs": [[pid, [_loop(w - 1)] if w > 1 else [], [[0, 0]] if w > 1 else []]
                          for pid, w in enumerate(works)]}
 
 
@@ -55,9 +56,11 @@ def test_equal_programs_leave_the_counts_alone_and_rare_heavy_ones_scale_them():
 @pytest.mark.parametrize("record, text", [
     (None, "malformed"),
     ({"programs": "x"}, "malformed"),
+    ({"programs": []}, "malformed"),
     (_record([2] * 10), "ran 10 programs"),
-    ({"programs": [[300, [], []]] + _record([2] * 255)["programs"]}, "out of range"),
-    ({"programs": [[0, [], []]] + _record([2] * 255)["programs"]}, "repeated"),
+    ({"loops": True, "programs": [[300, [], []]] + _record([2] * 255)["programs"]}, "out of range"),
+    ({"loops": True, "programs": [[0, [], []]] + _record([2] * 255)["programs"]}, "repeated"),
+    ({"loops": False, "programs": []}, "traced programs ran loops"),
 ])
 def test_a_malformed_or_short_census_is_refused(record, text):
     with pytest.raises(CensusError, match=text):
@@ -69,7 +72,18 @@ def test_a_grid_the_trace_ran_whole_needs_no_census():
     assert census_pids(100, 4, random.Random(0)) == list(range(100))
     picks = census_pids(10_000, 4, random.Random(0))
     assert len(picks) == len(set(picks)) == CENSUS_PROGRAMS
-    assert judge_census({"programs": []}, 4, 4, traced_work=1.0).scale == 1.0
+    assert judge_census({"loops": True, "programs": []}, 4, 4, traced_work=1.0).scale == 1.0
+    assert census_pids(10_000, 4, random.Random(0), loops=False) == []
+    assert judge_census({"loops": False, "programs": []}, 10_000, 4, traced_work=1.0).programs == 0
+
+
+def test_kernels_without_loops_need_no_census():
+    assert not kernels_have_loops((KERNELS / "vector_add.py").read_text())
+    assert kernels_have_loops((KERNELS / "row_sums.py").read_text())
+    host_loop = "import triton\n@triton.jit\ndef k(x):\n    pass\ndef launch(x):\n    for i in range(2):\n        k[(1,)](x)\n"
+    assert not kernels_have_loops(host_loop)
+    assert kernels_have_loops("def launch(x):\n    return x\n")      # no kernel found: cannot tell
+    assert kernels_have_loops("def (")
 
 
 def _total_load_bytes(kernel: str, seed: int):
