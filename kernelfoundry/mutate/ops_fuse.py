@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import copy
+from dataclasses import dataclass
 
 from .ast_module import (Skip, all_names, arg_names, fresh_name, is_call_to, is_constexpr_arg,
                          jit_functions, launch_function, loaded_names, read_params, same,
@@ -174,8 +175,37 @@ def _check_elementwise(fn: ast.FunctionDef, offs_stmt: ast.stmt | None) -> None:
                 raise Skip(f"epilogue kernel {fn.name} calls {name}: not elementwise")
 
 
-def _fuse(tree: ast.Module, producer: str, p_call: ast.Call, consumer: str, e_call: ast.Call,
-          e_stmt: ast.stmt) -> str:
+@dataclass
+class Intermediate:
+    """A buffer that ``launch`` allocates with shape (M, N), that producer P writes with one
+    row-major tile store and that consumer E reads; nothing else in ``launch`` uses it."""
+
+    host: str                          # launch's name for the buffer
+    p_param: str                       # its parameter in P
+    e_param: str                       # its parameter in E
+    alloc_stmt: ast.stmt
+    alloc: ast.Call
+    shape: list[ast.expr]              # (M, N) as launch writes them
+    p_bind: dict[str, ast.expr]        # P's parameters -> host expressions
+    e_bind: dict[str, ast.expr]
+    store_body: list[ast.stmt]         # the statement list holding P's store, and its index
+    store_index: int
+    value: ast.expr                    # the stored tile
+    mask: ast.expr | None              # the store's mask
+    rows: ast.expr                     # rows[:, None]
+    cols: ast.expr                     # cols[None, :]
+    offset: ast.expr                   # rows[:, None] * N + cols[None, :]
+
+
+def host_is(expr: ast.expr | None, binding: dict[str, ast.expr], *choices: str) -> bool:
+    """True when *expr* is a parameter passed one of the host expressions *choices*."""
+    h = binding.get(expr.id) if isinstance(expr, ast.Name) else None
+    return h is not None and any(same(h, ast.parse(c, mode="eval").body) for c in choices)
+
+
+def shared_intermediate(tree: ast.Module, producer: str, p_call: ast.Call, consumer: str,
+                        e_call: ast.Call) -> Intermediate:
+    """The intermediate P stores as a row-major tile and E reads; Skip when there is none."""
     kernels = jit_functions(tree)
     p_fn, e_fn = kernels[producer], kernels[consumer]
     launch = launch_function(tree)
@@ -209,22 +239,45 @@ def _fuse(tree: ast.Module, producer: str, p_call: ast.Call, consumer: str, e_ca
     p_offset = pointer_offset(store_args.get("pointer"), p_param) if "pointer" in store_args else None
     if p_offset is None or "value" not in store_args:
         raise Skip(f"{producer} stores {p_param} at an address that is not {p_param} + offset")
-    p_value, p_mask = store_args["value"], store_args.get("mask")
     rows, row_stride, cols, col_stride = _tile_terms(p_offset)
-
-    def host(expr: ast.expr | None, binding: dict[str, ast.expr]) -> ast.expr | None:
-        return binding.get(expr.id) if isinstance(expr, ast.Name) else None
-
-    def host_is(expr: ast.expr | None, binding, *choices: str) -> bool:
-        h = host(expr, binding)
-        return h is not None and any(same(h, ast.parse(c, mode="eval").body) for c in choices)
-
-    row_len = ast.unparse(c_shape[1])
-    numel = ast.unparse(ast.BinOp(left=c_shape[0], op=ast.Mult(), right=c_shape[1]))
-    if not (host_is(row_stride, p_bind, row_len, f"{host_c}.stride(0)", f"{host_c}.shape[1]")
+    if not (host_is(row_stride, p_bind, ast.unparse(c_shape[1]), f"{host_c}.stride(0)", f"{host_c}.shape[1]")
             and (col_stride is None or (isinstance(col_stride, ast.Constant) and col_stride.value == 1)
                  or host_is(col_stride, p_bind, f"{host_c}.stride(1)"))):
         raise Skip(f"{producer} does not store {host_c} row-major with its row length as stride")
+    return Intermediate(host_c, p_param, e_param, alloc_stmt, alloc, c_shape, p_bind, e_bind, p_body, p_index,
+                        store_args["value"], store_args.get("mask"), rows, cols, p_offset)
+
+
+def stored_value(p_fn: ast.FunctionDef, inter: Intermediate) -> ast.expr:
+    """P's stored tile as the consumer would load it: cast to the buffer's dtype."""
+    dtype = next((k.value for k in inter.alloc.keywords if k.arg == "dtype"), None)
+    value = copy.deepcopy(inter.value)
+    if isinstance(dtype, ast.Attribute) and isinstance(dtype.value, ast.Name) and dtype.value.id == "torch" \
+            and dtype.attr in _TL_DTYPES:
+        if not (_TL_DTYPES[dtype.attr] == "float32" and _is_fp32_accumulator(p_fn, inter.value)):
+            value = template_expr(f"V.to(tl.{_TL_DTYPES[dtype.attr]})", V=value)
+    elif isinstance(dtype, ast.Attribute) and dtype.attr == "dtype" and isinstance(dtype.value, ast.Name):
+        source = next((p for p, v in inter.p_bind.items() if same(v, dtype.value)), None)
+        if source is None:
+            raise Skip(f"cannot name the intermediate's dtype {ast.unparse(dtype)} inside {p_fn.name}")
+        value = template_expr(f"V.to({source}.dtype.element_ty)", V=value)
+    else:
+        raise Skip("intermediate's dtype is not a literal torch dtype or an input's dtype")
+    return value
+
+
+def _fuse(tree: ast.Module, producer: str, p_call: ast.Call, consumer: str, e_call: ast.Call,
+          e_stmt: ast.stmt) -> str:
+    kernels = jit_functions(tree)
+    p_fn, e_fn = kernels[producer], kernels[consumer]
+    launch = launch_function(tree)
+    inter = shared_intermediate(tree, producer, p_call, consumer, e_call)
+    host_c, p_param, e_param, c_shape = inter.host, inter.p_param, inter.e_param, inter.shape
+    alloc_stmt, alloc, p_bind, e_bind = inter.alloc_stmt, inter.alloc, inter.p_bind, inter.e_bind
+    p_body, p_index, p_mask, p_offset = inter.store_body, inter.store_index, inter.mask, inter.offset
+    rows, cols = inter.rows, inter.cols
+    row_len = ast.unparse(c_shape[1])
+    numel = ast.unparse(ast.BinOp(left=c_shape[0], op=ast.Mult(), right=c_shape[1]))
 
     # The epilogue: straight-line code over one flat offset.
     _check_elementwise(e_fn, None)
@@ -266,20 +319,7 @@ def _fuse(tree: ast.Module, producer: str, p_call: ast.Call, consumer: str, e_ca
             raise Skip(f"output {out_name} does not have the intermediate's shape")
         e_host_outputs.append(out_name)
 
-    # The tile value E would have loaded: P's value cast to the buffer's dtype.
-    dtype = next((k.value for k in alloc.keywords if k.arg == "dtype"), None)
-    value = copy.deepcopy(p_value)
-    if isinstance(dtype, ast.Attribute) and isinstance(dtype.value, ast.Name) and dtype.value.id == "torch" \
-            and dtype.attr in _TL_DTYPES:
-        if not (_TL_DTYPES[dtype.attr] == "float32" and _is_fp32_accumulator(p_fn, p_value)):
-            value = template_expr(f"V.to(tl.{_TL_DTYPES[dtype.attr]})", V=value)
-    elif isinstance(dtype, ast.Attribute) and dtype.attr == "dtype" and isinstance(dtype.value, ast.Name):
-        source = next((p for p, v in p_bind.items() if same(v, dtype.value)), None)
-        if source is None:
-            raise Skip(f"cannot name the intermediate's dtype {ast.unparse(dtype)} inside {producer}")
-        value = template_expr(f"V.to({source}.dtype.element_ty)", V=value)
-    else:
-        raise Skip("intermediate's dtype is not a literal torch dtype or an input's dtype")
+    value = stored_value(p_fn, inter)   # the tile value E would have loaded
 
     # Rename E's names into P's namespace: locals that clash get fresh names, arguments map
     # onto P's arguments passed the same host value or become new P arguments.
@@ -340,7 +380,7 @@ def _fuse(tree: ast.Module, producer: str, p_call: ast.Call, consumer: str, e_ca
 
     # launch(): E's launch and the buffer go; so do template parameters nothing reads any more.
     launch.body = [s for s in launch.body if s is not e_stmt and s is not alloc_stmt]
-    tree.body = [s for s in tree.body if s is not e_fn] if not _still_used(tree, consumer) else tree.body
+    tree.body = [s for s in tree.body if s is not e_fn] if not still_used(tree, consumer) else tree.body
     space = read_params(tree)
     dropped = [name for name in space if name not in ("num_warps", "num_stages")
                and name not in loaded_names(launch)]
@@ -365,12 +405,12 @@ def _is_fp32_accumulator(fn: ast.FunctionDef, value: ast.expr) -> bool:
         k.arg == "dtype" and ast.unparse(k.value) == "tl.float32" for k in inits[0].keywords)
 
 
-def _still_used(tree: ast.Module, kernel: str) -> bool:
+def still_used(tree: ast.Module, kernel: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == kernel for s in tree.body
                if not (isinstance(s, ast.FunctionDef) and s.name == kernel) for n in ast.walk(s))
 
 
-def _launch_statements(launch: ast.FunctionDef, kernels: dict[str, ast.FunctionDef]) -> list[tuple[ast.stmt, ast.Call, str]]:
+def launch_statements(launch: ast.FunctionDef, kernels: dict[str, ast.FunctionDef]) -> list[tuple[ast.stmt, ast.Call, str]]:
     out = []
     for stmt in launch.body:
         call = stmt.value if isinstance(stmt, ast.Expr) else None
@@ -380,25 +420,29 @@ def _launch_statements(launch: ast.FunctionDef, kernels: dict[str, ast.FunctionD
     return out
 
 
-def fuse_epilogue(ctx: OpContext) -> Edit:
-    """Move an elementwise epilogue kernel into the tiled kernel that produces its input."""
+def fuse_pairs(ctx: OpContext, fuse) -> Edit:
+    """The first edit ``fuse(tree, producer, p_call, consumer, e_call, e_stmt)`` makes for a
+    pair of different kernels that ``launch`` runs in that order; Skip with every reason."""
     reasons = []
     base = ctx.module.clone()
-    kernels = jit_functions(base)
-    launch = launch_function(base)
-    sites = _launch_statements(launch, kernels)
+    sites = launch_statements(launch_function(base), jit_functions(base))
     pairs = [(i, j) for i in range(len(sites)) for j in range(i + 1, len(sites)) if sites[i][2] != sites[j][2]]
     for i, j in pairs:
         tree = ctx.module.clone()
-        found = _launch_statements(launch_function(tree), jit_functions(tree))
+        found = launch_statements(launch_function(tree), jit_functions(tree))
         (_, p_call, producer), (e_stmt, e_call, consumer) = found[i], found[j]
         try:
-            description = _fuse(tree, producer, p_call, consumer, e_call, e_stmt)
+            description = fuse(tree, producer, p_call, consumer, e_call, e_stmt)
         except Skip as exc:
             reasons.append(f"{consumer} into {producer}: {exc}")
             continue
         return Edit(tree, description)
     raise Skip("; ".join(reasons) or "launch() runs fewer than two different kernels")
+
+
+def fuse_epilogue(ctx: OpContext) -> Edit:
+    """Move an elementwise epilogue kernel into the tiled kernel that produces its input."""
+    return fuse_pairs(ctx, _fuse)
 
 
 OPERATORS = (Operator("fuse_epilogue", "mutate", 3.0, fuse_epilogue),)
