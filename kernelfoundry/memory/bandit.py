@@ -7,6 +7,11 @@ fixed weight (``docs/builtin_mutator.md``), so a cold start behaves like the fix
 For each job the driver samples every operator of the request's kind once and sends
 the operators in that order; the mutator applies the first that fits, and the reward
 of what it produced updates that operator's posterior.
+
+When the memory values some operators of a kind and not others, the ones it knows nothing
+about go first until this run has observed each once: the memory only holds values for
+operators that applied to similar tasks, so its silence means "never applied there", not
+"worse", and its values must not crowd out what the run has not tried (docs/memory.md).
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ class OperatorBandit:
     operators: dict[str, tuple[str, float]]           # name -> (kind, fixed weight)
     priors: dict[int, dict[str, Prior]] = field(default_factory=dict)
     arms: dict[tuple[int, str], Arm] = field(default_factory=dict)
+    primed: set[tuple[str, int]] = field(default_factory=set)     # (kind, stage) with some memory prior
 
     def __post_init__(self) -> None:
         top = {}
@@ -65,16 +71,24 @@ class OperatorBandit:
                 p = mem.get(action_name(name))
                 if p is not None and p.n > 0:
                     self.arms[(stage, name)] = Arm(min(p.n, PRIOR_CAP), p.mean, source="memory")
+                    self.primed.add((kind, stage))
                 else:
                     self.arms[(stage, name)] = Arm(COLD_PRIOR_N, COLD_MEAN[stage] + KAPPA[stage] * math.log(w / top[kind]))
 
     def order(self, kind: str, stage: int, rng: random.Random, tried: frozenset[str] = frozenset()) -> list[str]:
         """The operators of *kind*, best Thompson sample first; operators in *tried* (already applied
-        to this parent) after all the others, so every operator that fits a parent gets its turn."""
+        to this parent) after all the others, so every operator that fits a parent gets its turn.  When
+        the memory primed this kind, operators it has no value for and this run has not observed yet
+        come before the rest (see the module docstring)."""
         sd = REWARD_SD[stage]
-        scored = [(name in tried, -self.arms[(stage, name)].sample(rng, sd), name)
-                  for name, (k, _) in self.operators.items() if k == kind]
-        return [name for _, _, name in sorted(scored)]
+        primed = (kind, stage) in self.primed
+        scored = []
+        for name, (k, _) in self.operators.items():
+            if k == kind:
+                arm = self.arms[(stage, name)]
+                known = not primed or arm.source == "memory" or arm.n > 0
+                scored.append((name in tried, known, -arm.sample(rng, sd), name))
+        return [name for *_, name in sorted(scored)]
 
     def update(self, stage: int, operator: str, reward: float) -> None:
         arm = self.arms.get((stage, operator))

@@ -152,6 +152,7 @@ def test_bandit_cold_prior_follows_weights_and_learns():
 
 def test_bandit_prior_from_memory_replaces_the_weight():
     bandit = OperatorBandit(OPS, {REFINE: {"builtin:small": Prior(n=50, mean=0.25)}})
+    bandit.update(REFINE, "big", 0.0)              # observed once: no longer ahead as unknown to the memory
     rng = random.Random(1)
     firsts = [bandit.order("mutate", REFINE, rng)[0] for _ in range(200)]
     assert firsts.count("small") > 180
@@ -191,3 +192,20 @@ def test_bandit_puts_operators_already_applied_to_the_parent_last():
     bandit.update(REFINE, "big", 0.5)
     rng = random.Random(3)
     assert all(bandit.order("mutate", REFINE, rng, frozenset({"big"})) == ["small", "big"] for _ in range(50))
+
+
+def test_operators_the_memory_does_not_know_go_first_until_observed_once():
+    # the memory of a similar task valued only what applied there ("small", a parameter tweak that
+    # paid off); "big" never applied there: its silence must not rank it behind "small"
+    bandit = OperatorBandit(OPS, {REFINE: {"builtin:small": Prior(n=7, mean=0.2)}})
+    rng = random.Random(4)
+    assert all(bandit.order("mutate", REFINE, rng) == ["big", "small"] for _ in range(50))
+    assert bandit.order("mutate", REFINE, rng, frozenset({"big"})) == ["small", "big"]   # tried on the parent: last
+    bandit.update(REFINE, "big", 0.0)
+    firsts = [bandit.order("mutate", REFINE, rng)[0] for _ in range(200)]
+    assert firsts.count("small") > 150                  # then the memory's value ranks them
+    # without memory values the plain Thompson order stays (cold runs are unchanged)
+    cold = OperatorBandit(OPS)
+    cold.update(REFINE, "big", 0.3)
+    firsts = [cold.order("mutate", REFINE, rng)[0] for _ in range(200)]
+    assert firsts.count("big") > 150
