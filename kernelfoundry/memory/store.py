@@ -8,7 +8,9 @@ finished run, the cold-start seeds of later runs.
 
 Concurrent runs (separate processes, bench workers) share the file safely: WAL mode,
 a 30 s busy timeout, and every write is one short ``BEGIN IMMEDIATE`` transaction whose
-value updates are increments (``n = n + 1``), so no update is lost to a race.
+value updates are increments (``n = n + 1``), so no update is lost to a race.  Runs that
+start on a new file together wait for each other: the WAL switch is retried while another
+process holds it, and the schema is checked and created under the write lock.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from ..errors import UserError
 from .signature import TaskSignature, similarity
 
 SCHEMA_VERSION = 1
+#: how long opening the file waits for another process's lock, in seconds
+OPEN_TIMEOUT_S = 30.0
 #: a diff is kept up to this many characters (then cut, saying so), zlib-compressed
 MAX_DIFF_CHARS = 6000
 SIG_COLUMNS = ("task", "op_kind", "level", "dtypes", "shape_class", "hardware")
@@ -91,17 +95,18 @@ class ExperienceStore:
             raise MemoryFileError(f"memory path {self.path} is not a file.")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            version = self._schema_version()
-            if version is None and self.db.execute("SELECT COUNT(*) FROM sqlite_master WHERE type='table'").fetchone()[0]:
-                raise MemoryFileError(f"{self.path} is an SQLite file but not a KernelFoundry memory (is it a run's "
-                                      "run.sqlite?); give another --memory PATH.")
-            if version is None:                     # CREATE ... IF NOT EXISTS: safe if two runs create it at once
-                self.db.executescript(_SCHEMA)
-                self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-            elif version > SCHEMA_VERSION:
+            self._open()
+            with self._write():                     # checked and created under the write lock: a run that
+                version = self._schema_version()    # opens the file while another creates it waits for it
+                if version is None and self.db.execute(
+                        "SELECT COUNT(*) FROM sqlite_master WHERE type='table'").fetchone()[0]:
+                    raise MemoryFileError(f"{self.path} is an SQLite file but not a KernelFoundry memory (is it a "
+                                          "run's run.sqlite?); give another --memory PATH.")
+                if version is None:
+                    for statement in filter(str.strip, _SCHEMA.split(";")):
+                        self.db.execute(statement)
+                    self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            if version is not None and version > SCHEMA_VERSION:
                 raise MemoryFileError(f"memory file {self.path} has schema {version}, newer than this KernelFoundry "
                                    f"({SCHEMA_VERSION}); upgrade, or use another --memory PATH.")
         except MemoryFileError:
@@ -115,6 +120,24 @@ class ExperienceStore:
             raise MemoryFileError(f"memory file {self.path} cannot be created: {exc.strerror}.") from None
 
     # -- plumbing ---------------------------------------------------------------------
+    def _open(self) -> None:
+        """Connect and switch to WAL.  Two processes opening a new file at once can get "database is
+        locked" from the mode switch at once, without SQLite's busy wait: try again for up to 30 s."""
+        deadline, pause = time.monotonic() + OPEN_TIMEOUT_S, 0.02
+        while True:
+            self.db = sqlite3.connect(str(self.path), timeout=OPEN_TIMEOUT_S, isolation_level=None,
+                                      check_same_thread=False)
+            try:
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")
+                return
+            except sqlite3.OperationalError as exc:
+                self._close_quietly()
+                if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)
+
     def _schema_version(self) -> int | None:
         has_meta = self.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
         if not has_meta:

@@ -209,3 +209,25 @@ def test_operators_the_memory_does_not_know_go_first_until_observed_once():
     cold.update(REFINE, "big", 0.3)
     firsts = [cold.order("mutate", REFINE, rng)[0] for _ in range(200)]
     assert firsts.count("big") > 150
+
+
+def _open_at_once(path, barrier):
+    barrier.wait()
+    with ExperienceStore(path) as store:
+        store.stats()
+
+
+def test_runs_opening_a_new_memory_file_at_once_all_get_it(tmp_path):
+    # the WAL switch and the schema's creation race when several runs start on a new file together
+    ctx = mp.get_context("fork")
+    for trial in range(10):
+        path = tmp_path / f"m{trial}.sqlite"
+        barrier = ctx.Barrier(6)
+        procs = [ctx.Process(target=_open_at_once, args=(path, barrier)) for _ in range(6)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        assert [p.exitcode for p in procs] == [0] * 6, trial
+        with ExperienceStore(path) as store:
+            assert store.stats()["experiences"] == 0
