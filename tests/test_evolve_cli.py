@@ -101,7 +101,12 @@ def _signal_after_rows(run_dir: Path, rows: int, sig: int) -> tuple[int, str]:
             time.sleep(0.3)
         assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
         os.kill(proc.pid, sig)                   # the driver only, as `kill -9 PID` or Ctrl-C do
-        rc = proc.wait(timeout=60)
+        try:
+            rc = proc.wait(timeout=150)
+        except subprocess.TimeoutExpired:        # say where the driver was (seen twice in full-suite runs)
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise AssertionError(f"the driver did not exit within 150 s of signal {sig}; its stderr:\n"
+                                 + proc.stderr.read().decode()[-4000:]) from None
         return rc, proc.stderr.read().decode()
     finally:
         if proc.poll() is None:
