@@ -130,22 +130,31 @@ def remove_template_param(tree: ast.Module, name: str, value_expr: ast.expr) -> 
 def grid_site(tree: ast.Module, call: ast.Call) -> tuple[ast.expr, Callable[[ast.expr], None]]:
     """The grid expression of a ``kernel[grid](...)`` call and a setter that replaces it.
 
-    A grid given by name is followed to its single assignment in ``launch``.
+    A grid given by name is followed to its single assignment in ``launch``.  The setter
+    rewrites that assignment when this call is the name's only reader, else it puts the new
+    grid in this call alone (other launches and host code keep the grid they read).
     Lambda grids (meta-parameter callables) are not handled.
     """
     sub = call.func
     assert isinstance(sub, ast.Subscript)
     if isinstance(sub.slice, ast.Name):
         launch = launch_function(tree)
+        name = sub.slice.id
         assigns = [n for n in ast.walk(launch) if isinstance(n, ast.Assign)
-                   and any(isinstance(t, ast.Name) and t.id == sub.slice.id for t in n.targets)]
+                   and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)]
         if len(assigns) != 1 or len(assigns[0].targets) != 1:
-            raise Skip(f"grid {sub.slice.id} is not assigned exactly once")
+            raise Skip(f"grid {name} is not assigned exactly once")
         node = assigns[0]
+        readers = [n for n in ast.walk(launch) if isinstance(n, ast.Name) and n.id == name
+                   and isinstance(n.ctx, ast.Load)]
+        if readers == [sub.slice]:
+            def set_named(expr: ast.expr) -> None:
+                node.value = expr
+            return node.value, set_named
 
-        def set_named(expr: ast.expr) -> None:
-            node.value = expr
-        return node.value, set_named
+        def set_here(expr: ast.expr) -> None:
+            sub.slice = expr
+        return node.value, set_here
 
     def set_inline(expr: ast.expr) -> None:
         sub.slice = expr

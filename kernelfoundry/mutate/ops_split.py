@@ -32,11 +32,12 @@ from dataclasses import dataclass
 
 from .ast_loops import block_loop
 from .ast_module import (Skip, all_names, arg_names, fresh_name, is_call_to, is_constexpr_arg, launch_function,
-                         launched_kernels, loaded_names, program_id_axis, same, statement_lists,
+                         launched_kernels, loaded_names, program_id_axis, read_params, same, statement_lists,
                          stored_names, template, template_expr, uses_dot)
 from .ast_signature import (add_constexpr_param, add_runtime_param, add_template_param, grid_dims, grid_site,
                             launch_calls_in_launch, pass_keyword)
 from .ops_base import TRACED_KERNEL_CONFIGS, Edit, OpContext, Operator, kernel_space_size
+from .ops_persistent import unwrap_persistent
 from .ops_online import _assign, _constant, _fill_value, _reduced, _sum_update
 
 #: Programs per row, the first being the default.
@@ -375,8 +376,11 @@ def _split_values(space: dict) -> list[int]:
 
 
 def split_row(ctx: OpContext) -> Edit:
-    """Split the reduction passes of a one-program-per-row kernel over SPLIT programs per row."""
-    tree = ctx.module.clone()
+    """Split the reduction passes of a one-program-per-row kernel over SPLIT programs per row.
+    A kernel made persistent gets its one program per row back first (SPLIT programs per row
+    already fill the device; ``persistent`` may be applied again to the result)."""
+    tree, unwrapped = unwrap_persistent(ctx.module.clone())
+    space = read_params(tree)
     launch = launch_function(tree)
     reasons = []
     for name, fn in launched_kernels(tree).items():
@@ -397,7 +401,7 @@ def split_row(ctx: OpContext) -> Edit:
         except Skip as exc:
             reasons.append(str(exc))
             continue
-        taken = all_names(tree) | set(ctx.module.space)
+        taken = all_names(tree) | set(space)
         names = _Names(pid=fresh_name(taken, "pid"), split=fresh_name(taken, "split_id"),
                        block_lo=fresh_name(taken, "block_lo"), block_hi=fresh_name(taken, "block_hi"),
                        split_count=fresh_name(taken, "SPLIT"),
@@ -439,12 +443,13 @@ def split_row(ctx: OpContext) -> Edit:
         for kname, kcall in zip(part_names, part_calls):
             add_constexpr_param(tree, kname, names.split_count)
             pass_keyword([kcall], names.split_count, ast.Name(id=names.split_count, ctx=ast.Load()))
-        values = _split_values(ctx.module.space)
+        values = _split_values(space)
         add_template_param(tree, name, names.split_count, values)
         accs = ", ".join(f"{a.kind} {a.name}" for accs in passes.accumulators for a in accs)
         return Edit(tree, f"{name}: {stages} reduction pass(es) ({accs}) split over {names.split_count} in {values} "
                           f"programs per row, partials recombined by {', '.join(part_names[1:] + [name])}; "
-                          f"{'write pass on SPLIT programs per row' if passes.writes else 'one program per row at the end'}")
+                          f"{'write pass on SPLIT programs per row' if passes.writes else 'one program per row at the end'}"
+                          + (f"; persistent grid of {', '.join(unwrapped)} undone first" if unwrapped else ""))
     raise Skip("; ".join(reasons) or "no launched kernel")
 
 

@@ -164,6 +164,25 @@ def test_grouped_order_on_a_2d_grid(tmp_path):
     assert mismatch(m, new, tmp_path, configs=3) is None
 
 
+def test_a_grid_shared_by_two_launches_is_rewritten_for_one_only(tmp_path):
+    """rows_per_program after split_k: the named grid also sizes the split-K launch and its scratch
+    buffer, so the coarsened launch gets its own grid (a 20-step chain found this: wrong results at
+    SPLIT_K=4)."""
+    source = apply("rows_per_program", apply("split_k", task("matmul").seeds[0].read_text()))
+    assert "split_grid = (grid[0], SPLIT_K)" in source
+    module = load_module(source, tmp_path)
+    try:
+        gen = torch.Generator().manual_seed(0)
+        space = parse_param_space(source)
+        for split_k, tiles in itertools.product(space["SPLIT_K"], space["TILES_PER_PROGRAM"]):
+            # fresh inputs per config: a freed output buffer must not hold the right answer already
+            a, b = torch.randn((64, 80), generator=gen), torch.randn((80, 48), generator=gen)
+            config = {k: v[0] for k, v in space.items()} | {"SPLIT_K": split_k, "TILES_PER_PROGRAM": tiles}
+            assert torch.allclose(module.launch(a, b, **config), a @ b, atol=1e-4, rtol=1e-4), config
+    finally:
+        sys.modules.pop(module.__name__, None)
+
+
 def test_crossover_child_matches_reference(tmp_path):
     m = task("matmul")
     naive = m.seeds[0].read_text()
