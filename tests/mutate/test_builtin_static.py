@@ -24,7 +24,7 @@ APPLIES = {
     "softmax": {"grow_block", "shrink_block", "add_warps", "add_stages", "drop_value", "promote_default",
                 "online_softmax", "rows_per_program", "whole_row", "persistent", "split_row"},
     "matmul": {"grow_block", "add_warps", "add_stages", "drop_value", "promote_default", "grouped_order",
-               "rows_per_program", "split_k"},
+               "rows_per_program", "split_k", "gemm_tiles"},
 }
 
 
