@@ -81,15 +81,16 @@ def gemm_tiles(ctx: OpContext) -> Edit:
         if kernel_space_size(new) > TRACED_KERNEL_CONFIGS:
             reasons.append(f"{name}: its other parameters already fill the {TRACED_KERNEL_CONFIGS} traced configs")
             continue
-        new["num_warps"] = _merged(WARPS, space.get("num_warps", []))
-        new["num_stages"] = _merged(STAGES, space.get("num_stages", []))
+        for hint, values in (("num_warps", WARPS), ("num_stages", STAGES)):
+            if hint in space:          # launch() takes only the hints PARAMS already names
+                new[hint] = _merged(values, space[hint])
         if new == space:
             raise Skip("PARAMS already hold the GEMM tile set")
         check_space(new)
         tree = ctx.module.clone()
         write_params(tree, new)
-        return Edit(tree, f"{name}: GEMM tile set {m} in {new[m]}, {n} in {new[n]}, {k} in {new[k]}, "
-                          f"num_warps {new['num_warps']}, num_stages {new['num_stages']}")
+        hints = "".join(f", {h} {new[h]}" for h in ("num_warps", "num_stages") if h in new)
+        return Edit(tree, f"{name}: GEMM tile set {m} in {new[m]}, {n} in {new[n]}, {k} in {new[k]}{hints}")
     raise Skip("; ".join(reasons) or "no launched kernel")
 
 

@@ -38,3 +38,12 @@ def test_skips_with_a_reason():
     assert "no tl.dot accumulator" in skip_reason("gemm_tiles", task("softmax").seeds[0].read_text())
     done = apply("gemm_tiles", task("matmul").seeds[0].read_text())
     assert "already hold the GEMM tile set" in skip_reason("gemm_tiles", done)
+
+
+def test_hints_the_launch_does_not_take_are_not_added():
+    source = task("matmul").seeds[0].read_text()
+    bare = source.replace(', "num_warps": [4], "num_stages": [1]}', "}").replace(", num_warps, num_stages):", "):") \
+        .replace(",\n                        num_warps=num_warps, num_stages=num_stages)", ")")
+    assert "num_stages" not in bare and "num_warps" not in bare, "the seed's text changed: update the variant"
+    space = parse_param_space(apply("gemm_tiles", bare))
+    assert "num_stages" not in space and "num_warps" not in space and space["BLOCK_M"] == [128, 64]

@@ -83,3 +83,74 @@ def test_a_carried_value_set_before_use_is_not_carried(tmp_path):
     variant = seed().replace("        sq += x * x\n", "        t = x * 2.0\n        sq += t * t * 0.25\n", 1)
     new = apply("vectorize_loop", variant)
     assert mismatch(task("rmsnorm"), new, tmp_path, configs=2) is None
+
+
+LOOP1 = "        sq += x * x\n"
+SECOND = seed()[seed().index("    rstd = 1.0"):seed().index("\n\ndef launch")]
+FIRST = ("    for f in range(0, n_features):\n"
+         "        x = tl.load(x_ptr + base + f * n_spatial + s, mask=mask, other=0.0).to(tl.float32)\n" + LOOP1)
+
+
+def variant(*reps: tuple[str, str]) -> str:
+    source = seed()
+    for old, new in reps:
+        assert old in source, old
+        source = source.replace(old, new, 1)
+    return source
+
+
+@pytest.mark.parametrize("reps,reason", [
+    # a running sum stored on every trip: all rows of a block would get the block's final sum
+    ([(LOOP1, LOOP1 + "        tl.store(y_ptr + base + f * n_spatial + s, sq, mask=mask)\n"), (SECOND, "    pass")],
+     "accumulator sq is read or assigned elsewhere"),
+    ([(LOOP1, LOOP1 + "        sq = sq * 0.5\n")], "accumulator sq is read or assigned elsewhere"),
+    ([(LOOP1, "        sq += x\n        sq = tl.maximum(sq, 0.0)\n")], "accumulator sq is read or assigned elsewhere"),
+    # a recurrence through memory: a block would read rows before they are written
+    ([(FIRST, "    for f in range(1, n_features):\n"
+              "        p = tl.load(y_ptr + base + (f - 1) * n_spatial + s, mask=mask)\n"
+              "        x = tl.load(x_ptr + base + f * n_spatial + s, mask=mask)\n"
+              "        tl.store(y_ptr + base + f * n_spatial + s, p + x, mask=mask)\n"), (SECOND, "    pass")],
+     "loads through y_ptr elsewhere than it stores"),
+    # two indices of a block would write one place in no defined order
+    ([("tl.store(y_ptr + base + f * n_spatial + s,", "tl.store(y_ptr + base + (f // 2) * n_spatial + s,")],
+     "one place per index"),
+    # a helper's reduction or store is not visible to the rewrite
+    ([("@triton.jit\ndef rmsnorm_kernel", "@triton.jit\ndef _peak(v):\n    return tl.max(tl.abs(v), axis=0)\n\n\n"
+                                          "@triton.jit\ndef rmsnorm_kernel"), (LOOP1, "        sq += x * x + _peak(x)\n")],
+     "calls _peak"),
+    ([("    for f in range(0, n_features):\n        x", "    for f in range(0, n_features):\n"
+                                                      "        n_features = 3\n        x")],
+     "which its range reads"),
+])
+def test_refuses_what_a_block_of_trips_would_change(reps, reason):
+    assert reason in skip_reason("vectorize_loop", variant(*reps))
+
+
+def test_a_kernel_with_2d_tiles_is_refused():
+    """The new index goes in front of 1-D vectors; against a 2-D tile it would pair with its rows."""
+    tiled = variant(("    sq = tl.zeros([BLOCK_S], dtype=tl.float32)",
+                     "    sq = tl.zeros([BLOCK_S], dtype=tl.float32)\n    pad = tl.zeros([BLOCK_S, 2], dtype=tl.float32)"))
+    assert "not 1-D" in skip_reason("vectorize_loop", tiled)
+
+
+def test_low_precision_terms_are_summed_in_the_accumulator_type(tmp_path):
+    """fp16 squares summed 16 at a time in fp16 overflow; the parent added each into fp32."""
+    half = variant(("other=0.0).to(tl.float32)\n" + LOOP1, "other=0.0)\n" + LOOP1))
+    x = (torch.randn((2, 16, 3, 5), generator=torch.Generator().manual_seed(3)) * 80).half()
+    want, got = run_pair(half, apply("vectorize_loop", half), tmp_path, x, BLOCK_S=32)
+    assert torch.isfinite(got.float()).all() and torch.allclose(want.float(), got.float(), rtol=1e-3, atol=1e-3)
+
+
+def test_integer_max_accumulator_stays_exact(tmp_path):
+    """Padded indices take the accumulator's own value, so an int32 max is never rounded through fp32."""
+    source = variant(("    sq = tl.zeros([BLOCK_S], dtype=tl.float32)",
+                      "    sq = tl.full([BLOCK_S], -2147483647, dtype=tl.int32)"),
+                     ("other=0.0).to(tl.float32)\n" + LOOP1,
+                      "other=0).to(tl.int32)\n        sq = tl.maximum(sq, x)\n"),
+                     ("    rstd = 1.0 / tl.sqrt(sq / n_features + eps)", "    rstd = sq"))
+    new = apply("vectorize_loop", source)
+    assert "tl.where(f_mask, x, sq)" in new
+    x = torch.randint(2**31 - 200, 2**31 - 1, (2, 7, 3, 5), generator=torch.Generator().manual_seed(3),
+                      dtype=torch.int64).to(torch.int32)
+    want, got = run_pair(source, new, tmp_path, x, BLOCK_S=32)
+    assert torch.equal(want, got)
