@@ -47,3 +47,12 @@ def test_hints_the_launch_does_not_take_are_not_added():
     assert "num_stages" not in bare and "num_warps" not in bare, "the seed's text changed: update the variant"
     space = parse_param_space(apply("gemm_tiles", bare))
     assert "num_stages" not in space and "num_warps" not in space and space["BLOCK_M"] == [128, 64]
+
+
+def test_the_k_tile_is_the_innermost_loop_around_the_dot():
+    """After rows_per_program an outer loop over TILES_PER_PROGRAM holds the K loop: it is not K_TILE
+    (a run set TILES_PER_PROGRAM to 64 and its trace timed out)."""
+    parent = apply("rows_per_program", apply("gemm_tiles", task("matmul").seeds[0].read_text()))
+    before = parse_param_space(parent)
+    space = parse_param_space(apply("gemm_tiles", parent.replace('"BLOCK_K": [64, 32]', '"BLOCK_K": [16]')))
+    assert space["TILES_PER_PROGRAM"] == before["TILES_PER_PROGRAM"] and space["BLOCK_K"][0] == 64
