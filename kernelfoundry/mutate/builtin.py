@@ -20,8 +20,9 @@ from typing import Sequence
 from .ast_module import KernelModule, Skip
 from .base import MutationRequest, Proposal
 from .ops_base import Edit, OpContext, Operator, check_space
-from . import (ops_crossover, ops_fuse, ops_fuse_reduce, ops_gemm_tiles, ops_online, ops_ordering, ops_params, ops_persistent,
-               ops_repair, ops_rows, ops_split, ops_splitk, ops_tile2d, ops_variance, ops_vectorize, ops_wholerow)
+from . import (ops_crossover, ops_fuse, ops_fuse_reduce, ops_gemm_tiles, ops_online, ops_ordering, ops_params,
+               ops_persistent, ops_repair, ops_rows, ops_split, ops_splitk, ops_tile2d, ops_variance, ops_vectorize,
+               ops_wholerow)
 from .ops_crossover import check_compatible
 
 KINDS = ("mutate", "crossover", "fix")
@@ -29,10 +30,9 @@ KINDS = ("mutate", "crossover", "fix")
 #: Every built-in operator, in a fixed order (the draw order comes from the seed).
 OPERATORS: tuple[Operator, ...] = (
     *ops_params.OPERATORS, *ops_ordering.OPERATORS, *ops_online.OPERATORS, *ops_rows.OPERATORS,
-    *ops_persistent.OPERATORS, *ops_wholerow.OPERATORS, *ops_tile2d.OPERATORS, *ops_vectorize.OPERATORS, *ops_split.OPERATORS,
-    *ops_variance.OPERATORS, *ops_fuse.OPERATORS, *ops_fuse_reduce.OPERATORS, *ops_splitk.OPERATORS,
-    *ops_gemm_tiles.OPERATORS,
-    *ops_crossover.OPERATORS, *ops_repair.OPERATORS,
+    *ops_persistent.OPERATORS, *ops_wholerow.OPERATORS, *ops_tile2d.OPERATORS, *ops_vectorize.OPERATORS,
+    *ops_split.OPERATORS, *ops_variance.OPERATORS, *ops_fuse.OPERATORS, *ops_fuse_reduce.OPERATORS,
+    *ops_splitk.OPERATORS, *ops_gemm_tiles.OPERATORS, *ops_crossover.OPERATORS, *ops_repair.OPERATORS,
 )
 
 

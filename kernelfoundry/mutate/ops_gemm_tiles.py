@@ -46,12 +46,9 @@ def gemm_tile_params(fn: ast.FunctionDef) -> tuple[str, str, str] | None:
             break
     if acc is None or acc[0] == acc[1]:
         return None
-    def has_dot(node: ast.AST) -> bool:
-        return any(isinstance(n, ast.Call) and is_call_to(n, "dot") for n in ast.walk(node))
-
     # the K loop is the innermost loop around tl.dot (an outer loop may walk tiles: rows_per_program)
-    k_loops = [n for n in ast.walk(fn) if isinstance(n, ast.For) and has_dot(n)
-               and not any(isinstance(m, ast.For) and has_dot(m) for s in n.body for m in ast.walk(s))]
+    k_loops = [n for n in ast.walk(fn) if isinstance(n, ast.For) and uses_dot(n)
+               and not any(isinstance(m, ast.For) and uses_dot(m) for s in n.body for m in ast.walk(s))]
     if len(k_loops) == 1:
         steps = (loaded_names(k_loops[0].iter) & constexprs) - set(acc)
         if len(steps) == 1:

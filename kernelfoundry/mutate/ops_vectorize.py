@@ -185,7 +185,7 @@ def _check_body(fn: ast.FunctionDef, at: int, loop: ast.For, index: str,
         acc = _accumulation(stmt)
         if acc is not None:
             name, kind, value = acc
-            if name in loaded_names(value) or name in assigned:
+            if name in loaded_names(value):
                 raise Skip(f"accumulator {name} is read or assigned elsewhere in the loop over {index}")
             if not _vector_init(fn.body, at, name):
                 raise Skip(f"accumulator {name} is not initialised by tl.zeros/tl.full before the loop")
