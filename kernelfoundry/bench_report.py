@@ -14,14 +14,17 @@ FAST_P = (0.0, 1.0, 1.5, 2.0)
 LEVEL_WEIGHTS = {1: 0.2, 2: 0.3, 3: 0.5}
 CSV_FIELDS = ("task", "level", "method", "seed", "budget", "n_candidates", "n_correct", "correctness_rate",
               "best_objective", "seed_objective", "sol_fraction", "qd_score", "coverage", "num_elites", "llm_cost_usd",
-              "verdicts_cached", "compile_pass", "compile_cache_hits", "compile_cache_misses", "seconds", "run_dir")
+              "verdicts_cached", "compile_pass", "compile_cache_hits", "compile_cache_misses", "candidates_to_best",
+              "anytime_best", "seconds", "run_dir")
+NEAR_BEST = 0.99        # candidates_to_best: the first candidate within 1% of the run's best
 
 
 def row_from_run(run_dir: Path, *, method: str, seed: int, summary: dict[str, Any], seconds: float) -> dict[str, Any]:
     """One results.csv row from a finished run."""
-    from .search.history import open_run
+    from .search.history import open_run, progress_curves
     run = open_run(run_dir)
     try:
+        anytime = anytime_stats(progress_curves(run.store, run.archive.spec).best)
         sol = {}
         if summary.get("best_candidate_id") is not None:
             best = run.store.get_candidate(summary["best_candidate_id"])
@@ -45,7 +48,25 @@ def row_from_run(run_dir: Path, *, method: str, seed: int, summary: dict[str, An
             "verdicts_cached": summary.get("verdicts_cached", 0),
             "compile_pass": ";".join(f"{hw}={ok}/{n}" for hw, (ok, n) in compiled["pass"].items()),
             "compile_cache_hits": compiled["hits"], "compile_cache_misses": compiled["misses"],
-            "seconds": round(seconds, 1), "run_dir": str(run_dir)}
+            **anytime, "seconds": round(seconds, 1), "run_dir": str(run_dir)}
+
+
+def anytime_stats(best_so_far: list[float]) -> dict[str, Any]:
+    """How soon a run got its result, from its best-so-far objective after each candidate.
+
+    ``candidates_to_best``: the first candidate within 1% of the run's final best.
+    ``anytime_best``: the geometric mean of the best-so-far over the candidates, i.e. the
+    run's speedup averaged over its whole budget (in log space), so of two runs that end at
+    the same best the one that got there sooner scores higher.  Positions before the first
+    kernel with a positive objective are left out (seed kernels come first, so rarely any).
+    Both are None when no candidate has a positive objective.
+    """
+    logs = [math.log(b) for b in best_so_far if b == b and b > 0]
+    if not logs:
+        return {"candidates_to_best": None, "anytime_best": None}
+    final = max(b for b in best_so_far if b == b)
+    first = next(i for i, b in enumerate(best_so_far, 1) if b == b and b >= NEAR_BEST * final)
+    return {"candidates_to_best": first, "anytime_best": round(math.exp(mean(logs)), 4)}
 
 
 def compile_stats(gate_lists) -> dict[str, Any]:
@@ -132,6 +153,8 @@ def _suite_metrics(rows: list[dict[str, Any]], levels: dict[str, int], level_set
     solved = [s for s in speedups if _solved(s)]
     m["geomean_speedup"] = math.exp(mean(math.log(s) for s in solved)) if solved else None
     m["qd_score_sum"] = sum(float(r["qd_score"]) for r in rows)
+    anytime = [float(a) for r in rows if (a := r.get("anytime_best")) not in (None, "") and float(a) > 0]
+    m["anytime_geomean"] = math.exp(mean(map(math.log, anytime))) if anytime else None    # solved tasks, as above
     m["coverage_mean"] = mean(float(r["coverage"]) for r in rows)
     m["correctness_rate"] = mean(float(r["correctness_rate"]) for r in rows)
     m["candidates_mean"] = mean(float(r["n_candidates"]) for r in rows)

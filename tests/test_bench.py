@@ -109,6 +109,23 @@ def test_fast_p_geomean_and_level_scores_on_known_rows():
     assert m["level_score"][0] == pytest.approx((0.5 + 1.0) / 2)
 
 
+def test_anytime_stats_reward_reaching_the_same_best_sooner():
+    nan = float("nan")
+    early = bench_report.anytime_stats([1.0, 4.0, 4.0, 4.0])
+    late = bench_report.anytime_stats([1.0, 1.0, 1.0, 4.0])
+    assert early == {"candidates_to_best": 2, "anytime_best": pytest.approx(4.0 ** 0.75, abs=1e-4)}
+    assert late == {"candidates_to_best": 4, "anytime_best": pytest.approx(4.0 ** 0.25, abs=1e-4)}
+    # within 1% of the final best counts as reaching it; positions before a positive objective are left out
+    assert bench_report.anytime_stats([nan, 0.0, 3.97, 4.0])["candidates_to_best"] == 3
+    assert bench_report.anytime_stats([nan, 0.0, 2.0, 2.0])["anytime_best"] == pytest.approx(2.0)
+    assert bench_report.anytime_stats([nan, 0.0]) == {"candidates_to_best": None, "anytime_best": None}
+    # the method metric: geomean over the rows that have one (unsolved or older rows have none)
+    rows = [{**_row("a", "m", 0, 4.0), "anytime_best": 2.0}, {**_row("b", "m", 0, 8.0), "anytime_best": 8.0},
+            {**_row("c", "m", 0, 0.0), "anytime_best": ""}]
+    assert method_metrics(rows, {})["m"]["anytime_geomean"][0] == pytest.approx(4.0)
+    assert method_metrics([_row("a", "m", 0, 4.0)], {})["m"]["anytime_geomean"] == (None, None)
+
+
 def test_level_score_weights_only_the_levels_present():
     m = method_metrics([_row("a", "m", 0, 2.0, level=1), _row("b", "m", 0, None, level=3)], {})["m"]
     assert m["level_score"][0] == pytest.approx(0.2 / 0.7)      # levels 1 and 3: weights 0.2 + 0.5
@@ -226,6 +243,7 @@ def test_leave_one_out_memory_runs_each_task_cold_then_with_the_others_memory(tm
     rows = list(csv.DictReader((out / "results.csv").open()))
     assert [(r["task"], r["method"]) for r in rows] == [("relu", "greedy"), ("relu_twin", "greedy"),
                                                         ("relu", "greedy+memory"), ("relu_twin", "greedy+memory")]
+    assert all(1 <= int(r["candidates_to_best"]) <= 3 and float(r["anytime_best"]) > 0 for r in rows)
     runs = out / "runs"
     cold = json.loads((runs / "relu" / "greedy" / "seed0" / "summary.json").read_text())["memory"]
     assert cold["read"] is False and cold["experiences_written"] == 3 and cold["cold_start_seeds"] == []
