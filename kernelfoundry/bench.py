@@ -159,6 +159,16 @@ def copy_memory_without(source: Path, dest: Path, task: str) -> None:
         copy.delete_task(task)
 
 
+TIE = 0.005     # leave-one-out table: relative difference below which cold and memory tie
+
+
+def _compare(memory: float, cold: float) -> str:
+    """"win", "tie" or "loss" of *memory* against *cold* (ties within :data:`TIE`)."""
+    if abs(memory - cold) <= TIE * max(abs(memory), abs(cold)):
+        return "tie"
+    return "win" if memory > cold else "loss"
+
+
 def _with_loo(out: Path, report: str, rows: list[dict[str, Any]], methods: list[str], seeds: list[int]) -> str:
     """The report, plus the leave-one-out verdict when the bench has memory runs (also in report.md)."""
     from . import bench_report
@@ -166,8 +176,9 @@ def _with_loo(out: Path, report: str, rows: list[dict[str, Any]], methods: list[
     if not pairs:
         return report
     lines = ["", "## Leave-one-out memory test", "",
-             "The issue's test: memory wins when it has the higher summed QD-score and the higher geomean "
-             "best speedup.  Anytime: the geomean over tasks of each run's best-so-far averaged over its "
+             "The test: memory wins when it has the higher summed QD-score and the higher geomean best "
+             f"speedup; values within {TIE:.1%} of each other tie (the same kernels found in another order "
+             "differ in the last digits).  Anytime: the geomean over tasks of each run's best-so-far averaged over its "
              "budget (higher when the same best comes sooner; not part of the test).", "",
              "| method | seed | QD-score cold | QD-score memory | geomean best cold | geomean best memory "
              "| anytime cold | anytime memory | memory wins |",
@@ -184,7 +195,9 @@ def _with_loo(out: Path, report: str, rows: list[dict[str, Any]], methods: list[
                       for x in (a, b))
             aa, ab = (bench_report._geomean_or_zero([r.get("anytime_best") or 0.0 for r in x if r["task"] in tasks])
                       for x in (a, b))
-            wins = "yes" if qb > qa and gb > ga else "no"
+            verdicts = {"QD": _compare(qb, qa), "best": _compare(gb, ga), "anytime": _compare(ab, aa)}
+            wins = "yes" if verdicts["QD"] == verdicts["best"] == "win" else (
+                "no (" + ", ".join(f"{k} {v}" for k, v in verdicts.items()) + ")")
             lines.append(f"| {cold} | {seed} | {qa:.2f} | {qb:.2f} | {ga:.3f} | {gb:.3f} | {aa:.3f} | {ab:.3f} "
                          f"| {wins} |")
     section = "\n".join(lines) + "\n"

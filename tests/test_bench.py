@@ -264,3 +264,10 @@ def test_leave_one_out_memory_runs_each_task_cold_then_with_the_others_memory(tm
     assert bench_main([str(suite), "--methods", "greedy", "--seeds", "0", "--memory-mode", "loo", "--report-only",
                        "--out", str(out)]) == 0
     assert "Leave-one-out" in capsys.readouterr().out
+
+
+def test_leave_one_out_verdict_ties_differences_below_half_a_percent():
+    from kernelfoundry.bench import _compare
+    assert _compare(25.040, 25.039) == "tie"          # the same kernels found in another order
+    assert _compare(80.33, 76.50) == "win" and _compare(78.59, 80.40) == "loss"
+    assert _compare(0.0, 0.0) == "tie"
