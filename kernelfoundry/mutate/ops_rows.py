@@ -51,6 +51,11 @@ def _coarsenable(fn: ast.FunctionDef) -> str | None:
         return "returns early"
     if any("PER_PROGRAM" in a.upper() for a in arg_names(fn)):
         return "is already coarsened"
+    if any(isinstance(n, ast.For) and is_call_to(n.iter, "range") and n.iter.args
+           and program_id_axis(n.iter.args[0]) == 0 for n in ast.walk(fn)):
+        # coarsening a persistent loop only repeats what a smaller grid size does, at the
+        # cost of nested loops that the trace runs in full
+        return "is persistent (a loop starts at tl.program_id(0))"
     return None
 
 
