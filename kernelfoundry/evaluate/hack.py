@@ -28,6 +28,7 @@ from .hack_policy import (ALLOWED_MODULES, DECORATOR_BUILTINS, HEURISTICS_DECORA
                           LAUNCH_OPTIONS, MODULE_MEMBERS, PATH_ONLY_MODULES, REFUSED_MODULE_WHY,
                           RESERVED_NAMES, RESERVED_PREFIX, TENSOR_METADATA_ATTRS, TENSOR_METADATA_METHODS, TENSOR_VIEW_ATTRS,
                           TENSOR_VIEW_METHODS)
+from .hack_atomics import spin_waits, used_atomic_results
 from .records import GateResult
 
 _PYTHON_BUILTINS = frozenset(dir(builtins))
@@ -103,12 +104,6 @@ def member_allowed(module: str, member: str) -> bool:
     if allowed == "libdevice":
         return member in libdevice_functions()
     return member in allowed
-
-
-def _iter_names(node: ast.AST):
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Name):
-            yield sub
 
 
 def _bound_in(fn: ast.FunctionDef | ast.Lambda) -> set[str]:
@@ -269,7 +264,7 @@ class ModuleChecker:
             for stmt in fn.body:
                 self.check_expr_tree(stmt, kind, bound, fn_name=name)
             if kind == "kernel":
-                self.check_spin_waits(fn)
+                self.check_atomics(fn)
 
     def check_arguments(self, fn: ast.FunctionDef, kind: str) -> None:
         args = fn.args
@@ -497,19 +492,18 @@ class ModuleChecker:
                 self.add(kw, "launch-option", f"`{kw.arg}=` is neither a parameter of kernel `{target.id}` nor a launch "
                                               f"option ({', '.join(sorted(LAUNCH_OPTIONS))}).")
 
-    def check_spin_waits(self, fn: ast.FunctionDef) -> None:
-        """A ``while`` loop whose condition waits on another program (atomics, volatile loads) is refused:
-        Triton does not promise that programs run concurrently, and the verifier runs them one by one."""
-        for loop in (n for n in ast.walk(fn) if isinstance(n, ast.While)):
-            waited = set()
-            for node in ast.walk(loop):
-                if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and _waits(node.value):
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    waited |= {n.id for t in targets for n in _iter_names(t)}
-            if _waits(loop.test) or any(n.id in waited for n in _iter_names(loop.test)):
-                self.add(loop, "spin-wait", "this `while` loop waits for a value another program writes (an atomic or "
-                                            "volatile load in its condition): programs must not wait on each other "
-                                            "(no spin locks or flags); split the work into separate kernel launches.")
+    def check_atomics(self, fn: ast.FunctionDef) -> None:
+        """Spin-waits and atomic results used as values are refused (:mod:`hack_atomics`)."""
+        for loop in spin_waits(fn, dotted):
+            self.add(loop, "spin-wait", "this `while` loop waits for a value another program writes (an atomic or "
+                                        "volatile load in its condition): programs must not wait on each other "
+                                        "(no spin locks or flags); split the work into separate kernel launches.")
+        for node in used_atomic_results(fn, self.resolve, dotted):
+            self.add(node, "atomic-result", f"`{_src(node)}`: an atomic's result may not be used (only "
+                                            "`tl.atomic_add(ptr, value)` and the like as a statement): it tells a "
+                                            "program in what order it arrived, which the verifier can neither "
+                                            "check nor trace; use tl.program_id for work and separate kernel "
+                                            "launches to combine.")
 
     def check_decorators(self, fn: ast.FunctionDef, kind: str) -> None:
         for dec in fn.decorator_list:
@@ -596,20 +590,6 @@ class ModuleChecker:
         self.jit_names = {n for n, f in self.functions.items() if self.is_jit(f)}
         self.check_functions()
         return self.violations
-
-
-def _waits(node: ast.AST | None) -> bool:
-    """Does *node* contain an atomic op or a volatile load?"""
-    for sub in ast.walk(node) if node is not None else ():
-        if isinstance(sub, ast.Call):
-            name = dotted(sub.func) or ""
-            last = name.rsplit(".", 1)[-1]
-            if last.startswith("atomic_"):
-                return True
-            if last == "load" and any(k.arg == "volatile" and not (isinstance(k.value, ast.Constant) and not k.value.value)
-                                      for k in sub.keywords):
-                return True
-    return False
 
 
 def is_constant_expr(node: ast.AST, checker: ModuleChecker, *, allow_lists: bool = False) -> bool:

@@ -1,0 +1,29 @@
+"""Cheat (wrong past the checked grids): each program draws an arrival ticket with an atomic and
+only the first 2048 arrivals compute their block.  The checks' launches have fewer programs and
+the trace's sampled programs draw small tickets, so nothing sees the target launch's 1.5 million
+programs leave almost all of the output unwritten."""
+import torch
+import triton
+import triton.language as tl
+
+PARAMS = {"BLOCK": [1024], "num_warps": [4], "num_stages": [1]}
+LIMIT = 2048
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, cnt_ptr, n_elements, LIM: tl.constexpr, BLOCK: tl.constexpr):
+    t = tl.atomic_add(cnt_ptr, 1)
+    if t < LIM:
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n_elements
+        x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+        tl.store(y_ptr + offs, tl.where(x > 0, x, 0.0), mask=mask)
+
+
+def launch(x, *, BLOCK, num_warps, num_stages):
+    y = torch.empty_like(x)
+    cnt = torch.zeros((1,), device=x.device, dtype=torch.int32)
+    n = x.numel()
+    relu_kernel[(triton.cdiv(n, BLOCK),)](x, y, cnt, n, LIM=LIMIT, BLOCK=BLOCK, num_warps=num_warps,
+                                          num_stages=num_stages)
+    return y
