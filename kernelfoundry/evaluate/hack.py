@@ -498,7 +498,7 @@ class ModuleChecker:
             self.add(loop, "spin-wait", "this `while` loop waits for a value another program writes (an atomic or "
                                         "volatile load in its condition): programs must not wait on each other "
                                         "(no spin locks or flags); split the work into separate kernel launches.")
-        for node in used_atomic_results(fn, self.resolve, dotted):
+        for node in used_atomic_results(fn, self.resolve):
             self.add(node, "atomic-result", f"`{_src(node)}`: an atomic's result may not be used (only "
                                             "`tl.atomic_add(ptr, value)` and the like as a statement): it tells a "
                                             "program in what order it arrived, which the verifier can neither "

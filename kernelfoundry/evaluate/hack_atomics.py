@@ -27,8 +27,7 @@ def _last(name: str | None) -> str:
     return (name or "").rsplit(".", 1)[-1]
 
 
-def _is_atomic_ref(node: ast.AST, resolve: Callable[[ast.AST], str | None],
-                   dotted: Callable[[ast.AST], str | None]) -> bool:
+def _is_atomic_ref(node: ast.AST, resolve: Callable[[ast.AST], str | None]) -> bool:
     """A name or attribute that denotes an atomic op (``tl.atomic_add``, ``ptr.atomic_max``,
     or a from-import of one under any local name)."""
     if isinstance(node, ast.Attribute):
@@ -38,18 +37,17 @@ def _is_atomic_ref(node: ast.AST, resolve: Callable[[ast.AST], str | None],
     return False
 
 
-def used_atomic_results(fn: ast.FunctionDef, resolve: Callable[[ast.AST], str | None],
-                        dotted: Callable[[ast.AST], str | None]) -> list[ast.AST]:
+def used_atomic_results(fn: ast.FunctionDef, resolve: Callable[[ast.AST], str | None]) -> list[ast.AST]:
     """Atomic ops in *fn* used other than as a statement whose value is discarded: a call whose
     result is assigned, compared, passed on or indexed, and an atomic op taken as a value."""
     allowed: set[int] = set()
     for node in ast.walk(fn):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
-                and _is_atomic_ref(node.value.func, resolve, dotted):
+                and _is_atomic_ref(node.value.func, resolve):
             allowed.add(id(node.value.func))
     return [node for node in ast.walk(fn)
             if isinstance(node, (ast.Attribute, ast.Name)) and id(node) not in allowed
-            and _is_atomic_ref(node, resolve, dotted)]
+            and _is_atomic_ref(node, resolve)]
 
 
 def waits(node: ast.AST | None, dotted: Callable[[ast.AST], str | None]) -> bool:
