@@ -423,7 +423,10 @@ def _builder_hooks(builder: Any, session: Session) -> dict[str, Any]:
         session.access("load", ptrs.data, mask.data, _elem_bytes(ptrs))
         result = orig["create_masked_load"](ptrs, mask, other, cache_policy, is_volatile)
         if track:
-            rank = max(_rank(ptrs.get_element_ty()), session.memory_rank())
+            # masked-off lanes return `other`: its data (and what the pointers and mask were computed
+            # from) is as wide as it came, or an all-false mask would launder fp32 values into fp16
+            rank = max(_rank(ptrs.get_element_ty()), session.memory_rank(),
+                       *(getattr(h, "kf_src", 0) for h in (ptrs, mask, other) if h is not None))
             if rank:
                 result.kf_src = rank
         return result
