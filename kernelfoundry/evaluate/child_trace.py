@@ -45,6 +45,8 @@ from .trace_loops import CONTROL, DENSE_TRIPS, DENSE_TRIPS_OTHERS, LoopLimit
 
 #: The wave pass covers the first this-many programs in launch order.
 WAVE_PROGRAMS = 256
+#: Members of each group of wave programs with equal anchors checked against the group's first.
+SHARING_CHECKS = 3
 KINDS = {"load": 0, "store": 1, "atomic": 2}
 OP_KINDS = {"elementwise": 0, "transcendental": 1, "reduction": 2}
 #: Bytes per element of a loaded-precision rank (trace_hooks.PRECISION_RANK).
@@ -168,6 +170,7 @@ class TraceSession(Session):
         self._wave_seen: set[tuple[int, int]] | None = None
         self._wave_rows: list[tuple[int, int, int, int]] = []
         self._wave_pid = 0
+        self._sharing: dict[int, set[int]] | None = None    # a sharing check runs: tensor -> sectors loaded
         self._census = False                    # the census runs: record loops only
         self._has_loops = has_loops             # whether the candidate's kernels have loops (a census needs them)
         self._tensor_index: dict[str, int] = {}
@@ -289,7 +292,57 @@ class TraceSession(Session):
             RECORDER.active = True
             CONTROL.first_trips_only = False
         rows = np.array(self._wave_rows, dtype=np.int64).reshape(-1, 4)
-        return {"programs": count, "anchors": self.blob.put(rows)}
+        return {"programs": count, "anchors": self.blob.put(rows), "contested": self._contested(ctx, rows)}
+
+    def _contested(self, ctx: LaunchContext, rows: np.ndarray) -> list[int]:
+        """Tensors whose anchors claim sharing that the programs' own loads deny.
+
+        Wave programs with equal anchors for a tensor are said to read the same data.  For every
+        such group, the first member and up to :data:`SHARING_CHECKS` others (seeded) run their
+        first trips again, in full, recording every sector they load: a member that loads other
+        sectors of the tensor (a probe of a neighbour's row at the one load site of a helper, which
+        the anchors took for the program's data) makes the tensor's anchors untrusted."""
+        anchors: dict[int, dict[int, list]] = {}
+        for pid, tensor, site, sector in rows.tolist():
+            anchors.setdefault(tensor, {}).setdefault(pid, []).append((site, sector))
+        rng = random.Random(f"{CONTROL.seed}:sharing:{len(self.launches)}")
+        runs: dict[int, dict[int, frozenset] | None] = {}
+        contested = []
+        for tensor, by_pid in sorted(anchors.items()):
+            groups: dict[tuple, list[int]] = {}
+            for pid, anchor in sorted(by_pid.items()):
+                groups.setdefault(tuple(sorted(anchor)), []).append(pid)
+            for members in groups.values():
+                if len(members) < 2:
+                    continue
+                others = members[1:] if len(members) <= SHARING_CHECKS + 1 else rng.sample(members[1:], SHARING_CHECKS)
+                loads = [self._first_trip_loads(ctx, pid, runs) for pid in [members[0], *others]]
+                if any(got is None or got.get(tensor) != loads[0].get(tensor) for got in loads):
+                    contested.append(tensor)
+                    break
+        return contested
+
+    def _first_trip_loads(self, ctx: LaunchContext, pid: int, runs: dict) -> dict[int, frozenset] | None:
+        """Per tensor, the sectors program *pid* loads with every loop cut to its first trip (None when
+        such a run fails); memoised in *runs*."""
+        if pid in runs:
+            return runs[pid]
+        self.tagging, RECORDER.active, CONTROL.first_trips_only = False, False, True
+        self._sharing = {}
+        before = self.violation
+        try:
+            CONTROL.reset(f"sharing:{pid}")
+            ctx.run_program(pid)
+            runs[pid] = {t: frozenset(v) for t, v in self._sharing.items()}
+        except Exception as exc:        # noqa: BLE001 - cut loops can leave later code on odd values
+            if isinstance(exc, RuleViolation) or isinstance(exc.__cause__, RuleViolation):
+                raise
+            self.violation = before
+            runs[pid] = None
+        finally:
+            self._sharing = None
+            self.tagging, RECORDER.active, CONTROL.first_trips_only = True, True, False
+        return runs[pid]
 
     def _census_program(self, ctx: LaunchContext, pid: int) -> tuple[list, list]:
         """Run one census program with every ``for`` loop cut to its first trip; its loops and trips."""
@@ -310,6 +363,12 @@ class TraceSession(Session):
 
     def record_access(self, kind, parts, elem_bytes, block_elems, site) -> None:
         if self._census:
+            return
+        if self._sharing is not None:
+            if kind == "load":
+                for tensor, addrs in parts:
+                    self._sharing.setdefault(self._tensor_index[tensor.name], set()).update(
+                        np.unique((addrs - tensor.data_ptr) >> 5).tolist())
             return
         if self._wave_seen is not None:
             if kind == "store":

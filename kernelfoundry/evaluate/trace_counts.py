@@ -291,8 +291,13 @@ def unanchored(counts: list[ProgramCounts], n_tensors: int) -> set[int]:
 def footprint(wave: dict[str, Any], blob: BlobReader, num_programs: int, names: list[str],
               loaded: set[int], untrusted: set[int] = frozenset()) -> dict[str, list[list[int]]]:
     """For each loaded tensor, [[w, distinct anchor sectors of programs 0..w-1], ...] (all load sites);
-    no points for *untrusted* tensors (see :func:`unanchored`)."""
+    no points for *untrusted* tensors (see :func:`unanchored`) nor for those the wave pass found its
+    anchors contested on (``child_trace.TraceSession._contested``)."""
     rows = blob.get(wave["anchors"]).reshape(-1, 4) if wave.get("anchors") else np.zeros((0, 4), dtype=np.int64)
+    contested = wave.get("contested", [])
+    _require(isinstance(contested, list) and all(isinstance(t, int) for t in contested),
+             "a wave's contested tensors are malformed")
+    untrusted = set(untrusted) | set(contested)       # anchors the programs' own loads deny
     count = int(wave.get("programs", 0))
     widths = wave_widths(num_programs, count) if count else []
     out: dict[str, list[list[int]]] = {}
