@@ -32,7 +32,8 @@ from .trace_loops import CONTROL, LoopLimit
 
 class CheckSession(Session):
     """Runs every program of every launch in a shuffled order; remembers which storages were stored to
-    and refuses data races (an element one program stores and another loads or stores, without atomics,
+    and refuses data races (an element one program stores and another loads or stores without atomics, or
+    one updates atomically and another reads or stores plainly,
     in the same launch: right in the interpreter's one-at-a-time order, wrong on a GPU)."""
 
     def __init__(self, *, guard: DispatchGuard, candidate_file: str, order_seed: int):
@@ -62,47 +63,81 @@ class CheckSession(Session):
         if kind != "load":
             for tensor, _ in parts:
                 self.stored.add(tensor.start)
-        if kind == "atomic":
-            return
         for tensor, addrs in parts:
-            bucket = self._accesses.setdefault(tensor.start, {"load": [], "store": [], "load_pid": [],
-                                                              "store_pid": []})
+            bucket = self._accesses.setdefault(tensor.start, {"load": [], "store": [], "atomic": [], "load_pid": [],
+                                                              "store_pid": [], "atomic_pid": []})
             bucket[kind].append(addrs)
             bucket[kind + "_pid"].append(np.full(addrs.size, self._pid, dtype=np.int64))
 
 
 def find_race(accesses: dict[int, dict[str, list[np.ndarray]]], ctx: LaunchContext) -> str | None:
-    """Why this launch races (two programs touch one element, one of them storing, no atomics), or None.
-    *accesses*: per storage, the addresses loaded and stored (non-atomic) and the program of each."""
+    """Why this launch races, or None: two programs touch one element and one of them stores to it,
+    or one updates it atomically and another reads or stores it plainly (what an atomic accumulates is
+    only complete after the launch: read during it, it tells a program who ran before it).  Atomic
+    updates of one element by many programs are fine.  *accesses*: per storage, the addresses loaded,
+    stored and updated atomically, and the program of each."""
     for bucket in accesses.values():
-        if not bucket["store"]:
-            continue                              # a storage nobody stores to cannot race
-        stores, store_pids = np.concatenate(bucket["store"]), np.concatenate(bucket["store_pid"])
-        order = np.argsort(stores, kind="stable")
-        stores, store_pids = stores[order], store_pids[order]
-        clash = (stores[1:] == stores[:-1]) & (store_pids[1:] != store_pids[:-1])
-        if clash.any():
-            k = int(np.argmax(clash))
-            return _race_text(ctx, int(stores[k]), [int(store_pids[k]), int(store_pids[k + 1])], "store to")
-        if bucket["load"]:
+        if not bucket["store"] and not bucket.get("atomic"):
+            continue                              # a storage nobody writes to cannot race
+        loads, load_pids = _flat(bucket, "load")
+        plain_stores = _flat(bucket, "store")
+        if bucket["store"]:
+            stores, store_pids = plain_stores
+            order = np.argsort(stores, kind="stable")
+            stores, store_pids = stores[order], store_pids[order]
+            clash = (stores[1:] == stores[:-1]) & (store_pids[1:] != store_pids[:-1])
+            if clash.any():
+                k = int(np.argmax(clash))
+                return _race_text(ctx, int(stores[k]), [int(store_pids[k]), int(store_pids[k + 1])],
+                                  "both store to", " without atomics")
             first = np.concatenate(([True], stores[1:] != stores[:-1]))
-            addrs, owner = stores[first], store_pids[first]    # one storing program per address now
-            loads, load_pids = np.concatenate(bucket["load"]), np.concatenate(bucket["load_pid"])
-            idx = np.clip(np.searchsorted(addrs, loads), 0, len(addrs) - 1)
-            cross = (addrs[idx] == loads) & (owner[idx] != load_pids)
-            if cross.any():
-                k = int(np.argmax(cross))
-                return _race_text(ctx, int(loads[k]), [int(owner[idx[k]]), int(load_pids[k])],
-                                  "store to and load from")
+            hit = _other_writer(stores[first], store_pids[first], store_pids[first], loads, load_pids)
+            if hit is not None:
+                return _race_text(ctx, int(loads[hit[0]]), [hit[1], int(load_pids[hit[0]])],
+                                  "both store to and load from", " without atomics")
+        if bucket.get("atomic"):
+            atomics, atomic_pids = _flat(bucket, "atomic")
+            order = np.argsort(atomics, kind="stable")
+            atomics, atomic_pids = atomics[order], atomic_pids[order]
+            starts = np.flatnonzero(np.concatenate(([True], atomics[1:] != atomics[:-1])))
+            low, high = np.minimum.reduceat(atomic_pids, starts), np.maximum.reduceat(atomic_pids, starts)
+            for kind in ("load", "store"):
+                addrs, pids = (loads, load_pids) if kind == "load" else plain_stores
+                hit = _other_writer(atomics[starts], low, high, addrs, pids)
+                if hit is not None:
+                    return _race_text(ctx, int(addrs[hit[0]]), [hit[1], int(pids[hit[0]])],
+                                      f"update atomically and {kind} plainly", "")
     return None
 
 
-def _race_text(ctx: LaunchContext, addr: int, pids: list[int], what: str) -> str:
+def _flat(bucket: dict[str, list[np.ndarray]], kind: str) -> tuple[np.ndarray, np.ndarray]:
+    if not bucket.get(kind):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(bucket[kind]), np.concatenate(bucket[kind + "_pid"])
+
+
+def _other_writer(addrs: np.ndarray, low: np.ndarray, high: np.ndarray, query: np.ndarray,
+                  query_pids: np.ndarray) -> tuple[int, int] | None:
+    """(index into *query*, the writing program) of the first query address that a program other than
+    the querying one wrote; *addrs* sorted and distinct, written by programs *low*..*high* each."""
+    if not addrs.size or not query.size:
+        return None
+    idx = np.clip(np.searchsorted(addrs, query), 0, len(addrs) - 1)
+    at = addrs[idx] == query
+    other = at & ((low[idx] != query_pids) | (high[idx] != query_pids))
+    if not other.any():
+        return None
+    k = int(np.argmax(other))
+    writer = int(low[idx[k]]) if low[idx[k]] != query_pids[k] else int(high[idx[k]])
+    return k, writer
+
+
+def _race_text(ctx: LaunchContext, addr: int, pids: list[int], what: str, how: str) -> str:
     tensor = next((t for t in ctx.tensors.tensors if t.start <= addr < t.end), None)
     where = (f"element {(addr - tensor.data_ptr) // tensor.elem_bytes} of argument {tensor.name}"
              if tensor else f"address {addr:#x}")
     progs = " and ".join(str(ctx.coords(p)) for p in pids)
-    return (f"data race in kernel {ctx.kernel}: programs {progs} both {what} {where} without atomics. On a GPU "
+    return (f"data race in kernel {ctx.kernel}: programs {progs} {what} {where}{how}. On a GPU "
             "programs run concurrently and in no fixed order: give every output element to one program, or "
             "combine partial results with tl.atomic_add (or in a second kernel launch).")
 
