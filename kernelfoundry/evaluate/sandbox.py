@@ -36,6 +36,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -124,22 +125,42 @@ def _pool_key(module: str, env: dict[str, str] | None) -> str:
     return module if not env else module + "|" + json.dumps(sorted(env.items()))
 
 
+_LAUNCHER: ThreadPoolExecutor | None = None
+
+
+def _start_fork_server(preload: tuple[str, ...], env: dict[str, str]) -> ForkServer:
+    """Start a server from one thread that lives as long as this process.
+
+    The server dies with the thread that forked it (PR_SET_PDEATHSIG follows the
+    parent *thread*): started from a short-lived worker thread (a verify call's
+    trace job, a test's pool) it was SIGKILLed when that thread ended, killing the
+    job it was running and racing other threads that held it.
+    """
+    global _LAUNCHER
+    if threading.current_thread() is threading.main_thread():
+        return ForkServer(preload, env)
+    if _LAUNCHER is None:
+        _LAUNCHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kf-fork-server-launcher")
+    return _LAUNCHER.submit(ForkServer, preload, env).result()
+
+
 def _acquire_fork_server(module: str, env: dict[str, str] | None = None) -> ForkServer | None:
     """An idle live server for *module* (its env: *env* over sandbox_env()) with its lock held, or None."""
     key = _pool_key(module, env)
     with _SERVERS_LOCK:
         pool = _SERVERS.setdefault(key, [])
         for server in list(pool):
-            if not server.alive():
-                pool.remove(server)
-                server.close()
-                continue
-            if server.lock.acquire(blocking=False):
+            if not server.lock.acquire(blocking=False):
+                continue                      # busy; if it died, its holder drops it
+            if server.alive():
                 return server
+            pool.remove(server)
+            server.close()
+            server.lock.release()
         if key in _SERVER_FAILURES or len(pool) >= MAX_SERVERS_PER_MODULE:
             return None
         try:
-            server = ForkServer((module,), {**sandbox_env(), **(env or {})})
+            server = _start_fork_server((module,), {**sandbox_env(), **(env or {})})
         except (ForkServerError, OSError, ValueError) as exc:
             _SERVER_FAILURES[key] = str(exc)
             return None
@@ -148,10 +169,11 @@ def _acquire_fork_server(module: str, env: dict[str, str] | None = None) -> Fork
         return server
 
 
-def _discard_fork_server(module: str, server: ForkServer) -> None:
+def _discard_fork_server(key: str, server: ForkServer) -> None:
+    """Drop *server* (its lock held by the caller) from the pool under *key* and stop it."""
     with _SERVERS_LOCK:
-        if server in _SERVERS.get(module, []):
-            _SERVERS[module].remove(server)
+        if server in _SERVERS.get(key, []):
+            _SERVERS[key].remove(server)
     server.close()
 
 
@@ -365,11 +387,15 @@ def run_sandboxed(module: str, payload: dict[str, Any], limits: SandboxLimits | 
     mode = mode or default_mode()
     server = _acquire_fork_server(module, env) if mode == "fork" else None
     try:
-        return _run(module, payload, limits, server, mode, extra_files, env, cancel, gpu)
+        outcome = _run(module, payload, limits, server, mode, extra_files, env, cancel, gpu)
     except BaseException:
         if server is not None:            # interrupted mid-job: its protocol state is unknown, drop it
             _discard_fork_server(_pool_key(module, env), server)
         raise
+    else:
+        if server is not None and not server.alive():     # it died during the job: drop it while we hold it
+            _discard_fork_server(_pool_key(module, env), server)
+        return outcome
     finally:
         if server is not None:
             server.lock.release()

@@ -103,7 +103,11 @@ def serve(preload: list[str]) -> None:
     send({"ready": True, "pid": os.getpid(), "preloaded": preloaded})
     for line in requests:
         job = json.loads(line)
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as exc:        # e.g. the user's process limit, reached by a job's leftovers
+            send({"error": f"fork failed: {exc}"})
+            continue
         if pid == 0:
             _child(job)
         send({"pid": pid})
@@ -137,7 +141,10 @@ class ForkServer:
     def read_message(self, timeout_s: float) -> dict | None:
         """Next JSON line from the server, or None after *timeout_s* (never blocks longer)."""
         deadline = time.monotonic() + timeout_s
-        fd = self.proc.stdout.fileno()
+        try:
+            fd = self.proc.stdout.fileno()
+        except ValueError:                      # closed by close(): the server is gone for us
+            raise ForkServerError("fork server was closed") from None
         while b"\n" not in self._buf:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -157,9 +164,11 @@ class ForkServer:
         try:
             self.proc.stdin.write((json.dumps({"spec": spec, "output": output_path}) + "\n").encode())
             self.proc.stdin.flush()
-        except (BrokenPipeError, OSError) as exc:
+        except (OSError, ValueError) as exc:   # ValueError: the stream was closed
             raise ForkServerError(f"fork server is gone: {exc}") from None
         msg = self.read_message(30.0)
+        if msg and "error" in msg:
+            raise ForkServerError(str(msg["error"]))
         if not msg or "pid" not in msg or "status" in msg:
             raise ForkServerError("fork server did not report the child's pid")
         return int(msg["pid"])

@@ -321,6 +321,57 @@ def test_interrupted_job_kills_child_and_resets_server(probe, monkeypatch):
     assert out.ok and out.result["echo"] == 7
 
 
+def test_a_server_started_from_a_short_lived_thread_outlives_it(probe):
+    """A server dies with the thread that forked it (PDEATHSIG): one started by a verify call's
+    trace thread must not be killed when that thread ends, under the next job that takes it."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    from kernelfoundry.evaluate import sandbox
+    shutdown_fork_servers()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        out = pool.submit(run_sandboxed, probe, {"do": "ok", "value": 1}, FAST, mode="fork").result()
+    assert out.ok and out.mode == "fork"
+    servers = sandbox.fork_server_pids()
+    assert len(servers) == 1
+    time.sleep(0.5)                                  # a PDEATHSIG kill would have landed by now
+    assert _alive(servers[0])
+    done = threading.Event()
+    threading.Thread(target=done.set).start()        # another short-lived thread comes and goes
+    done.wait()
+    out = run_sandboxed(probe, {"do": "ok", "value": 2}, FAST, mode="fork")
+    assert out.ok and out.result["echo"] == 2 and out.mode == "fork"
+    assert sandbox.fork_server_pids() == servers, "the same server served both jobs"
+
+
+def test_a_server_that_dies_while_held_is_left_to_its_holder(probe):
+    """Another thread looking for a server must not close one that a job holds (its write then
+    failed with 'write to closed file'); the holder gets a ForkServerError and spawns instead."""
+    import signal as _signal
+    from kernelfoundry.evaluate import sandbox
+    from kernelfoundry.evaluate.sandbox_forkserver import ForkServerError
+    shutdown_fork_servers()
+    run_sandboxed(probe, {"do": "ok", "value": 0}, FAST, mode="fork")        # one warm, idle server
+    held = sandbox._acquire_fork_server(probe)
+    assert held is not None
+    try:
+        os.kill(held.proc.pid, _signal.SIGKILL)
+        held.proc.wait()
+        other = sandbox._acquire_fork_server(probe)                         # starts a second one
+        assert other is not None and other is not held
+        other.lock.release()
+        assert not held.proc.stdin.closed, "a server another thread holds was closed under it"
+        with pytest.raises(ForkServerError):
+            held.start_job({}, "/nonexistent")
+        held.close()
+        with pytest.raises(ForkServerError):                                # closed: still no ValueError
+            held.start_job({}, "/nonexistent")
+    finally:
+        held.lock.release()
+    out = run_sandboxed(probe, {"do": "ok", "value": 3}, FAST, mode="fork")
+    assert out.ok and out.result["echo"] == 3
+    assert held.proc.pid not in sandbox.fork_server_pids()
+
+
 ISOLATION_PROBE = r'''
 import ctypes, json, os, sys
 out = {"root": sorted(os.listdir("/")), "caps": [l.split()[1] for l in open("/proc/self/status")
