@@ -172,9 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.explicit = explicit_options(argv)
     try:
+        from .search.interrupt import sticky_interrupt
         from .search.session import run_evolution
         cfg = config_from_args(args)
-        summary, run_dir = run_evolution(cfg)
+        with sticky_interrupt() as stop:
+            summary, run_dir = run_evolution(cfg, stop=stop)
     except UserError as exc:
         if args.debug:
             traceback.print_exc()
