@@ -29,9 +29,52 @@ def source_hash(source: str) -> str:
 
 
 def verify_seed(source: str) -> int:
-    """The verifier's seed for *source* (inputs, sampled configs): a function of the source alone,
-    so a kernel's verdict and objective are the same in every run, in ``verify`` and in a cache."""
-    return int(source_hash(source)[:8], 16)
+    """The verifier's seed for *source* (inputs, sampled configs, trace samples): a function of the
+    source alone, so a kernel's verdict and objective are the same in every run, in ``verify`` and in a
+    cache.  It ignores the PARAMS values (:func:`code_text`): a kernel that differs only in them is
+    checked and traced with the same draws, so the configs it shares with it need no new trace."""
+    return int(source_hash(code_text(source) or source)[:8], 16)
+
+
+#: Names through which code could reach its own module's PARAMS without writing ``PARAMS``.
+_REFLECTION = frozenset({"getattr", "globals", "vars", "locals", "eval", "exec", "compile", "__import__",
+                         "sys", "inspect", "importlib", "__dict__", "__globals__", "__builtins__"})
+
+
+def code_text(source: str) -> str | None:
+    """*source* with the text of its PARAMS literal blanked (its line breaks kept, so every line and
+    column after it stays where it was), or None when the code could read PARAMS: a second binding,
+    any other mention (a name, an attribute, a string but a docstring) or a reflective name.  Then PARAMS's values
+    may steer what the code does, and only the whole source identifies what runs."""
+    try:
+        tree = safe_parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    bindings = [stmt for stmt in tree.body
+                if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                    and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == "PARAMS")]
+    if len(bindings) != 1:
+        return None
+    binding = bindings[0]
+    inside = {id(n) for n in ast.walk(binding)}
+    inside |= {id(stmt.value) for stmt in ast.walk(tree) if isinstance(stmt, ast.Expr)
+               and isinstance(stmt.value, ast.Constant)}           # docstrings: never used as values
+    for node in ast.walk(tree):
+        if id(node) in inside:
+            continue
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if name == "PARAMS" or name in _REFLECTION or (isinstance(node, ast.Constant) and isinstance(
+                node.value, str) and "PARAMS" in node.value):
+            return None
+    value = binding.value
+    lines = source.splitlines(keepends=True)
+
+    def offset(lineno: int, col_bytes: int) -> int:
+        line = lines[lineno - 1]
+        return sum(len(l) for l in lines[:lineno - 1]) + len(line.encode()[:col_bytes].decode(errors="ignore"))
+
+    start, end = offset(value.lineno, value.col_offset), offset(value.end_lineno, value.end_col_offset)
+    return source[:start] + "{}" + "\n" * source[start:end].count("\n") + source[end:]
 
 
 class ParamSpaceError(ValueError):

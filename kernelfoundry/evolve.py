@@ -49,6 +49,7 @@ class EvolveConfig:
     memory_mode: str = "on"                # "on" (read and write), "write" (record only), "off"
     device: str = "auto"                   # auto | cuda | model: measure on a GPU (docs/device.md)
     device_top_k: int = 8                  # configs per target shape the device times (the model's fastest)
+    trace_cache: bool = True               # reuse traces of configs a PARAMS-only sibling had traced
     explicit: frozenset[str] = frozenset()  # options given on the command line (a resume checks them)
 
 
@@ -106,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-memory", dest="memory_mode", action="store_const", const="off", default="on",
                    help="neither read nor write the experience memory (a cold, reproducible run)")
     add_device_options(p)
+    p.add_argument("--no-trace-cache", dest="trace_cache", action="store_false",
+                   help="trace every config of every candidate, even those a kernel differing only in PARAMS "
+                        "had traced (the cache never changes a verdict; this is for timing comparisons; "
+                        "trace cache on: %(default)s)")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     return p
@@ -157,7 +162,7 @@ def config_from_args(args: argparse.Namespace) -> EvolveConfig:
                         max_llm_seconds=args.max_llm_seconds, routing=args.routing,
                         max_kernel_configs=args.max_kernel_configs, prompt_dir=args.prompt_dir, quiet=args.quiet,
                         memory=args.memory, memory_mode=args.memory_mode, device=args.device,
-                        device_top_k=args.device_top_k)
+                        device_top_k=args.device_top_k, trace_cache=args.trace_cache)
 
 
 def explicit_options(argv: list[str] | None) -> set[str]:

@@ -24,7 +24,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from ..candidate import HINT_PARAMS, ParamSpaceError, kernel_configs, parse_param_space
+from ..candidate import HINT_PARAMS, ParamSpaceError, config_key, kernel_configs, parse_param_space
 from ..task import Task
 from .channel import DATA_FILE, BlobReader
 from .correctness import Judge, MalformedReport, plan_runs
@@ -32,6 +32,7 @@ from .hack import hack_gate
 from .job import child_task
 from .records import ConfigTrace, GateResult, VerifyResult
 from .sandbox import GiB, SandboxIsolationError, SandboxLimits, SandboxOutcome, run_sandboxed
+from .trace_cache import code_context
 from .trace_counts import MalformedTrace, build_config_trace
 
 CHILD_MODULE = "kernelfoundry.evaluate.child"
@@ -71,7 +72,7 @@ def check_hardware(names: list[str]) -> None:
 def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: int = 0,
            limits: SandboxLimits | None = None, max_kernel_configs: int = 8, trace_programs: int = 4,
            tune: bool = True, mode: str | None = None, compile: bool = True, compile_top_k: int = 4,
-           compile_cache: Any = None) -> VerifyResult:
+           compile_cache: Any = None, trace_cache: Any = None) -> VerifyResult:
     """Run every gate on *source* for *task*; see the module docstring.
 
     *hardware* defaults to the task's list.  *limits* defaults to
@@ -80,7 +81,8 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
     *mode* picks the sandbox mode ("fork"/"spawn").  ``compile=False`` skips the
     compile gate (the model keeps its estimates everywhere); *compile_top_k* configs
     per hardware are compiled, cached in *compile_cache* (a directory or None for
-    the default location, see docs/compiler.md).
+    the default location, see docs/compiler.md).  *trace_cache* (a :class:`TraceCache`) holds the
+    traces of configs a candidate differing only in PARAMS had traced; only the others are traced.
     """
     start = time.perf_counter()
     hardware = list(hardware or task.hardware)
@@ -117,11 +119,15 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
                             param_space=space, traces=traces or [], seconds=elapsed())
 
     plan = plan_runs(task, configs, seed=seed)
+    context = code_context(source, base["task"], base["hints"], seed, trace_programs) if trace_cache else None
+    cached = {i: trace_cache.get(context, c) for i, c in enumerate(configs)} if context else {}
+    to_trace = [c for i, c in enumerate(configs) if cached.get(i) is None]
     # The trace job needs nothing from the check job: it runs beside it and is cancelled if the checks fail.
     cancel = threading.Event()
     with ThreadPoolExecutor(max_workers=1) as pool:
-        trace_job = pool.submit(run_sandboxed, CHILD_MODULE, {**base, "kind": "trace", "trace_programs": trace_programs},
-                                limits, mode=mode, extra_files=(DATA_FILE,), cancel=cancel)
+        trace_job = pool.submit(run_sandboxed, CHILD_MODULE, {**base, "kind": "trace", "trace_programs": trace_programs,
+                                                              "kernel_configs": to_trace},
+                                limits, mode=mode, extra_files=(DATA_FILE,), cancel=cancel) if to_trace else None
         try:
             outcome = run_sandboxed(CHILD_MODULE, {**base, "kind": "check", "runs": plan, "probe_configs": configs},
                                     limits, mode=mode, extra_files=(DATA_FILE,))
@@ -134,19 +140,27 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
             gates.append(correctness)
             if not correctness.passed:
                 return stop()
-            traced = trace_job.result()
+            traced = trace_job.result() if trace_job is not None else None
         finally:
-            if not trace_job.done() or not gates[-1].passed:
+            if trace_job is not None and (not trace_job.done() or not gates[-1].passed):
                 cancel.set()
                 _settle(trace_job)
     probes = report["check"].get("probes")
     records = list(zip(plan, report["check"].get("runs", [])))
-    load, report = read_job(traced, "trace")
-    if not load[-1].passed:                    # it loaded for the checks: a failure now belongs to a later gate
-        gates.append(GateResult(name="trace", passed=False, reason=load[-1].reason, seconds=load[-1].seconds,
-                                details=load[-1].details))
-        return stop()
-    gate, traces = judge_trace(report["trace"], traced, configs, len(task.target_shapes))
+    gate, traces = GateResult(name="trace", passed=True, details={"traces": 0, "seconds": []}), []
+    if traced is not None:
+        load, report = read_job(traced, "trace")
+        if not load[-1].passed:                # it loaded for the checks: a failure now belongs to a later gate
+            gates.append(GateResult(name="trace", passed=False, reason=load[-1].reason, seconds=load[-1].seconds,
+                                    details=load[-1].details))
+            return stop()
+        gate, traces = judge_trace(report["trace"], traced, to_trace, len(task.target_shapes))
+    if context and gate.passed:
+        for config in to_trace:
+            trace_cache.put(context, config, [t.to_dict() for t in traces if t.config == config])
+    gate.details["cached_configs"] = len(configs) - len(to_trace)
+    traces = _in_config_order(traces + [ConfigTrace.from_dict(d) for i in sorted(cached) if cached[i]
+                                        for d in cached[i]], configs)
     gates.append(gate)
     if not gate.passed:
         return stop(traces)
@@ -165,6 +179,13 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
                               seconds_so_far=time.perf_counter() - start,
                               compile_with={"source": source, "top_k": compile_top_k, "cache": compile_cache}
                               if compile else None, confirm_with=confirm)
+
+
+def _in_config_order(traces: list[ConfigTrace], configs: list[dict[str, Any]]) -> list[ConfigTrace]:
+    """Shape-major, then the order of *configs*: the order the trace child records them in."""
+    keys = [config_key(c) for c in configs]
+    return sorted(traces, key=lambda t: (t.shape_index, keys.index(config_key(t.config))
+                                         if config_key(t.config) in keys else len(keys)))
 
 
 def _settle(job: Future) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from ..evaluate.trace_cache import FILE_NAME as TRACE_CACHE_FILE
 from ..store import RunStore
 from ..task import Task, load_task, task_from_dict
 from .archive import ArchiveSpec, KernelArchive
@@ -101,6 +102,8 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker, stop=None) -> tuple[d
             init = {"task": dict(task.to_dict(), hardware=list(hardware)), "hardware": hardware,
                     "mutator": mutator_spec,
                     "verify_options": verify_options}
+            if cfg.trace_cache:
+                init["trace_cache"] = str(Path(run_dir).resolve() / TRACE_CACHE_FILE)
             if cfg.verdict_cache is not None:
                 init["verdict_cache"] = str(cfg.verdict_cache)
             device = _device_workers(cfg, device, on_cluster, hardware, progress)

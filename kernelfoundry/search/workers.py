@@ -53,7 +53,7 @@ class KernelWorker:
 
     def __init__(self, task: dict[str, Any], hardware: list[str], mutator: dict[str, Any],
                  verify_options: dict[str, Any], worker_index: int = 0, verdict_cache: str | None = None,
-                 device: dict[str, Any] | None = None):
+                 device: dict[str, Any] | None = None, trace_cache: str | None = None):
         self.task = task_from_dict(task, check_files=False)
         self.task_dict = task
         self.measurer = None                      # the device that measures what the model passes (docs/device.md)
@@ -70,6 +70,10 @@ class KernelWorker:
         if verdict_cache and Path(verdict_cache).parent.is_dir():    # not on a node without the driver's files
             from ..evaluate.verdict_cache import VerdictCache, context_key
             self.cache = VerdictCache(verdict_cache, context_key(task, self.hardware, self.verify_options))
+        self.traces = None
+        if trace_cache:                   # the run's file, or this worker's memory on a node without it
+            from ..evaluate.trace_cache import TraceCache
+            self.traces = TraceCache(trace_cache if Path(trace_cache).parent.is_dir() else None)
         self.mutator = build_mutator(mutator, seed=worker_index)
         self.name = f"w{worker_index}@{os.uname().nodename}:{os.getpid()}"
 
@@ -114,7 +118,8 @@ class KernelWorker:
         if out is not None:
             out["cached"] = True
         else:
-            result = verify(self.task, source, self.hardware, seed=verify_seed(source), **self.verify_options)
+            result = verify(self.task, source, self.hardware, seed=verify_seed(source), trace_cache=self.traces,
+                            **self.verify_options)
             out = result.to_dict()
             if self.measurer is not None and result.passed:     # a device: the model's verdict, then measured
                 out = self._measured(out, result, source)

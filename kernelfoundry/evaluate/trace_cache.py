@@ -1,0 +1,105 @@
+"""Traces of one kernel config, kept for the next candidate that differs only in PARAMS.
+
+Most edits of a search change PARAMS alone (a block size added, a list narrowed); the
+trace, the verifier's costliest gate, was redone for every config of such a candidate.
+What the trace child records for a config is a function of the code that runs, the
+config, the launch hints, the task, the seed and the number of sampled programs: its
+random draws are seeded per (seed, shape, config), never by what ran before.  The seed
+ignores PARAMS values (:func:`candidate.verify_seed`), so a config traced for one
+candidate is exactly what tracing it again for its PARAMS-only sibling gives.
+
+The key therefore holds :func:`candidate.code_text` (the source with the PARAMS literal
+blanked, line layout kept, so the trace's line-numbered branch arms still match), and
+a candidate whose code could read its own PARAMS (``code_text`` is None) is never
+cached.  Only complete, successful traces are stored: a failure or a timeout is traced
+again.  ``VERDICT_FORMAT`` is part of the key, so a verifier change invalidates it.
+
+SQLite in WAL mode (the run's workers share one file in the run directory), with an
+in-memory dict in front; without a usable path (a worker on a node without the run
+directory) it is the dict alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+import zlib
+from pathlib import Path
+from typing import Any
+
+from ..candidate import code_text, config_key
+from .verdict_cache import VERDICT_FORMAT
+
+FILE_NAME = "traces.sqlite"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS traces (
+    key TEXT PRIMARY KEY,
+    traces BLOB NOT NULL,
+    created_at REAL NOT NULL
+);
+"""
+
+
+def code_context(source: str, task: dict[str, Any], hints: dict[str, Any], seed: int,
+                 trace_programs: int) -> str | None:
+    """Everything but the config that a trace of *source* depends on, hashed; None: not cacheable."""
+    code = code_text(source)
+    if code is None:
+        return None
+    blob = json.dumps({"format": VERDICT_FORMAT, "code": code, "task": task, "hints": hints, "seed": int(seed),
+                       "trace_programs": int(trace_programs)}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:40]
+
+
+class TraceCache:
+    """``get``/``put`` the trace records (``ConfigTrace.to_dict()``, one per target shape) of one config."""
+
+    def __init__(self, path: str | Path | None = None, *, max_memory_entries: int = 4096):
+        self.memory: dict[str, list[dict[str, Any]]] = {}
+        self.max_memory_entries = max_memory_entries
+        self.conn = None
+        self.hits = self.misses = 0
+        if path is not None:
+            path = Path(path)
+            self.conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA busy_timeout=30000")
+            self.conn.executescript(_SCHEMA)
+
+    @staticmethod
+    def key(context: str, config: dict[str, Any]) -> str:
+        return f"{context}:{config_key(config)}"
+
+    def get(self, context: str, config: dict[str, Any]) -> list[dict[str, Any]] | None:
+        key = self.key(context, config)
+        found = self.memory.get(key)
+        if found is None and self.conn is not None:
+            row = self.conn.execute("SELECT traces FROM traces WHERE key = ?", (key,)).fetchone()
+            if row is not None:
+                found = json.loads(zlib.decompress(row[0]))
+                self._remember(key, found)
+        if found is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return found
+
+    def put(self, context: str, config: dict[str, Any], traces: list[dict[str, Any]]) -> None:
+        key = self.key(context, config)
+        self._remember(key, traces)
+        if self.conn is not None:
+            blob = zlib.compress(json.dumps(traces, sort_keys=True).encode())
+            self.conn.execute("INSERT OR IGNORE INTO traces (key, traces, created_at) VALUES (?, ?, ?)",
+                              (key, blob, time.time()))
+
+    def _remember(self, key: str, traces: list[dict[str, Any]]) -> None:
+        if len(self.memory) >= self.max_memory_entries:
+            self.memory.pop(next(iter(self.memory)))
+        self.memory[key] = traces
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None

@@ -1,0 +1,68 @@
+"""The per-config trace cache: a PARAMS-only sibling is traced only for its new configs, with the
+verdict it gets when traced in full."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelfoundry import REPO_DIR
+from kernelfoundry.candidate import code_text, verify_seed
+from kernelfoundry.evaluate.pipeline import verify
+from kernelfoundry.evaluate.trace_cache import TraceCache
+from kernelfoundry.task import load_task
+
+RELU = REPO_DIR / "experiments/tasks/relu.yaml"
+SEED = (REPO_DIR / "experiments/tasks/kernels/relu_naive.py").read_text()
+PARAMS = 'PARAMS = {"BLOCK": [256, 512], "num_warps": [4], "num_stages": [1]}'
+SIBLING = SEED.replace(PARAMS, 'PARAMS = {"BLOCK": [512, 1024], "num_warps": [4], "num_stages": [1]}')
+
+
+def test_code_text_blanks_params_keeps_lines_and_refuses_code_that_can_read_them():
+    assert SIBLING != SEED and code_text(SIBLING) == code_text(SEED)
+    assert verify_seed(SIBLING) == verify_seed(SEED)
+    assert code_text(SEED).count("\n") == SEED.count("\n")
+    wrapped = SEED.replace(PARAMS, 'PARAMS = {"BLOCK": [256,\n  512], "num_warps": [4], "num_stages": [1]}')
+    assert code_text(wrapped) != code_text(SEED), "a line shifted: the trace's branch arms would not match"
+    reads = SEED.replace("    n = x.numel()", "    n = x.numel() if PARAMS['BLOCK'][0] else 0")
+    assert code_text(reads) is None and verify_seed(reads) != verify_seed(reads.replace("256, 512", "512"))
+    for trick in ("    n = getattr(x, 'numel')()", "    n = x.numel() + len('PARAMS') * 0",
+                  "    n = x.numel()\n    PARAMS = {}"):
+        assert code_text(SEED.replace("    n = x.numel()", trick)) is None, trick
+    assert code_text(SEED.replace(PARAMS, PARAMS + "\nPARAMS = " + PARAMS[9:])) is None
+    assert code_text('"""PARAMS are the block sizes."""\n' + SEED) is not None      # a docstring is fine
+
+
+@pytest.fixture(scope="module")
+def relu():
+    return load_task(RELU)
+
+
+def test_a_params_only_sibling_traces_only_its_new_configs_and_gets_the_same_verdict(relu, tmp_path):
+    cache = TraceCache(tmp_path / "traces.sqlite")
+    first = verify(relu, SEED, ["h100"], seed=verify_seed(SEED), trace_cache=cache, compile=False)
+    assert first.passed and first.gates[-1].name != "trace"
+    trace_gate = next(g for g in first.gates if g.name == "trace")
+    assert trace_gate.details["cached_configs"] == 0 and cache.hits == 0
+    cached = verify(relu, SIBLING, ["h100"], seed=verify_seed(SIBLING), trace_cache=cache, compile=False)
+    fresh = verify(relu, SIBLING, ["h100"], seed=verify_seed(SIBLING), compile=False)
+    gate = next(g for g in cached.gates if g.name == "trace")
+    assert gate.details["cached_configs"] == 1 and gate.details["traces"] == len(relu.target_shapes)
+    assert cached.passed and fresh.passed
+    assert cached.objective == fresh.objective and cached.descriptors == fresh.descriptors
+    assert {k: v.to_dict() for k, v in cached.hardware.items()} == {k: v.to_dict() for k, v in fresh.hardware.items()}
+    strip = [{k: v for k, v in t.to_dict().items() if k != "seconds"} for t in cached.traces]
+    assert strip == [{k: v for k, v in t.to_dict().items() if k != "seconds"} for t in fresh.traces]
+    # a new worker on the same file: every config of the sibling is read back, no trace job runs
+    again = verify(relu, SIBLING, ["h100"], seed=verify_seed(SIBLING), trace_cache=TraceCache(tmp_path / "traces.sqlite"),
+                   compile=False)
+    gate = next(g for g in again.gates if g.name == "trace")
+    assert gate.details["cached_configs"] == 2 and gate.seconds == 0.0 and again.objective == fresh.objective
+
+
+def test_a_failed_trace_is_not_cached(relu, tmp_path):
+    endless = SEED.replace("    mask = offs < n_elements\n",
+                           "    mask = offs < n_elements\n    while BLOCK > 300:\n        mask = mask & (offs >= 0)\n")
+    cache = TraceCache(None)
+    result = verify(relu, endless, ["h100"], seed=0, trace_cache=cache, compile=False)
+    assert not result.passed
+    assert not cache.memory
