@@ -489,4 +489,5 @@ def trace_config(launch, task: Task, shape_index: int, config: dict[str, Any], h
     if not session.launches:
         raise TraceFailure("launch ran no Triton kernel.")
     return {"shape_index": shape_index, "shape": dict(env), "config": dict(config), "launches": session.launches,
-            "arms": RECORDER.take(), "seconds": time.perf_counter() - start}
+            "arms": RECORDER.take(), "zero_fills": list(guard.zero_filled_bytes),
+            "seconds": time.perf_counter() - start}

@@ -64,6 +64,7 @@ class DispatchGuard(TorchDispatchMode):
         self.refused: str | None = None
         self._paused = 0
         self.allocations: list[torch.Tensor] = []
+        self.zero_filled_bytes: list[int] = []     # each zeros* allocation: a fill kernel on a GPU
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -82,6 +83,8 @@ class DispatchGuard(TorchDispatchMode):
             out = func(*args, **kwargs)
             if func in EMPTY_OPS and self.poison_empty:
                 poison(out)
+            if func in ZERO_OPS and isinstance(out, torch.Tensor):
+                self.zero_filled_bytes.append(int(out.numel() * out.element_size()))
             self.allocations.append(out)
             return out
         if getattr(func, "is_view", False) or func in EXTRA_FREE_OPS:

@@ -394,9 +394,13 @@ def build_config_trace(record: dict[str, Any], blob: BlobReader) -> ConfigTrace:
         launches = [build_launch_trace(l, blob) for l in record["launches"]]
         arms = record.get("arms", [])
         _require(isinstance(arms, list) and all(isinstance(a, str) for a in arms), "the branch arms are malformed")
+        fills = record.get("zero_fills", [])
+        _require(isinstance(fills, list) and all(type(b) is int and b >= 0 for b in fills),
+                 "the zero-filled allocations are malformed")
         return ConfigTrace(shape_index=int(record["shape_index"]), shape=dict(record["shape"]),
                            config=dict(record["config"]), launches=launches,
-                           seconds=float(record.get("seconds", 0.0)), arms=list(arms))
+                           seconds=float(record.get("seconds", 0.0)), arms=list(arms),
+                           zero_fill_bytes=[float(b) for b in fills])
     except (KeyError, TypeError, ValueError, IndexError, ChannelError, AttributeError) as exc:
         raise MalformedTrace(f"{type(exc).__name__}: {exc}") from None
 

@@ -34,6 +34,7 @@ class LaunchFeatures:
     store_sector_bytes: np.ndarray
     unique_load_bytes: np.ndarray   # the program's own distinct footprint
     unique_store_bytes: np.ndarray
+    written_floor_bytes: np.ndarray  # sectors the launch's stores must write back, per program (see memory.py)
     dot_flops: np.ndarray           # [R, D] by dtype class (DTYPE_KEYS)
     dot_shapes: list[list[tuple[int, int, int, str]]]
     operand_bytes_per_flop: np.ndarray  # shared-memory operand traffic per dot flop
@@ -141,6 +142,10 @@ def _launch_row(launch: LaunchTrace, unaligned: frozenset[int] = frozenset()) ->
         "store_sector_bytes": sum(max(x.store_sectors * SECTOR, x.store_bytes) for x in t),
         "unique_load_bytes": sum(x.unique_load_bytes for x in t),
         "unique_store_bytes": sum(max(x.unique_store_bytes, 0.0) for x in t),
+        # a program's written sectors, unless other programs write the rest of them: at most the
+        # tensor's own share per program (a sector is written back whole, whatever its mask)
+        "written_floor_bytes": sum(min(max(x.unique_store_bytes, 0.0), x.tensor_bytes / P) for x in t
+                                   if x.store_bytes > 0),
         "elementwise_ops": elementwise,
         "scalar_share": scalar_share(launch, unaligned),
         "transcendental_ops": float(launch.transcendental_ops),
@@ -193,6 +198,7 @@ def launch_features(launches: list[LaunchTrace], unaligned: frozenset[int] = fro
         programs=col("programs"), load_bytes=col("load_bytes"), store_bytes=col("store_bytes"),
         load_sector_bytes=col("load_sector_bytes"), store_sector_bytes=col("store_sector_bytes"),
         unique_load_bytes=col("unique_load_bytes"), unique_store_bytes=col("unique_store_bytes"),
+        written_floor_bytes=col("written_floor_bytes"),
         dot_flops=np.stack([r["dot_flops"] for r in rows]), dot_shapes=[r["dot_shapes"] for r in rows],
         operand_bytes_per_flop=col("operand_bytes_per_flop"), dot_operand_bytes=col("dot_operand_bytes"),
         a_tile_bytes=col("a_tile_bytes"), b_tile_bytes=col("b_tile_bytes"), c_tile_elems=col("c_tile_elems"),

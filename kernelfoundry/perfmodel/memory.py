@@ -68,7 +68,8 @@ class Traffic:
 
 
 def traffic(*, programs, concurrent, resident, load_sector_bytes, store_bytes, store_sector_bytes,
-            unique_load_bytes, unique_store_bytes, footprint, footprint_total, l1_free, l2_capacity) -> Traffic:
+            unique_load_bytes, unique_store_bytes, footprint, footprint_total, l1_free, l2_capacity,
+            written_floor_bytes=0.0) -> Traffic:
     """Traffic for points; program/feature arrays are [N] (or [H, N]), capacities [H, N] / [H, 1].
 
     *concurrent* is the number of programs running at once (W), *resident* per core.
@@ -101,10 +102,14 @@ def traffic(*, programs, concurrent, resident, load_sector_bytes, store_bytes, s
     reread_dram = P * (reread - l1_hits) * miss_intra
     dram_read = inter + reread_dram
 
-    # Writes: partial sectors merge in L2 when the wave's written sectors fit.
+    # Writes: partial sectors merge in L2 when the wave's written sectors fit.  Merged, what reaches
+    # DRAM is every sector some program wrote: never less than the program's written sectors capped
+    # at its share of the tensor (*written_floor_bytes*).  Holes a masked store leaves in its own
+    # sectors (a sparse store into a zero-filled output) are written back with them.
     written = W * unique_store_bytes
     merge = np.clip(l2_capacity / np.maximum(written, 1.0), 0.0, 1.0)
-    dram_write = P * (merge * store_bytes + (1.0 - merge) * np.maximum(unique_store_bytes, store_bytes))
+    merged = np.maximum(store_bytes, written_floor_bytes)
+    dram_write = P * (merge * merged + (1.0 - merge) * np.maximum(unique_store_bytes, store_bytes))
 
     miss_ratio = np.clip(dram_read / np.maximum(l2_loads, 1.0), 0.0, 1.0)
     return Traffic(l2_bytes=P * l2_per_prog, l2_bytes_per_program=l2_per_prog, dram_read=dram_read,

@@ -157,7 +157,7 @@ def evaluate(feat: LaunchFeatures, rows: np.ndarray, warps: np.ndarray, stages: 
                  store_bytes=f(feat.store_bytes), store_sector_bytes=f(feat.store_sector_bytes),
                  unique_load_bytes=f(feat.unique_load_bytes), unique_store_bytes=f(feat.unique_store_bytes),
                  footprint=feat.footprint[rows], footprint_total=f(feat.footprint_total),
-                 l1_free=l1_free, l2_capacity=hw.l2_cap)
+                 l1_free=l1_free, l2_capacity=hw.l2_cap, written_floor_bytes=f(feat.written_floor_bytes))
     # A dot kernel stores its output tile after its K loop: that store does not overlap the math
     # (KernelBench L1-7/L1-9, GEMMs with K = 64 / 32: compute + C store at the copy bandwidth).
     serial_write = np.where(has_dot, tr.dram_write, 0.0)

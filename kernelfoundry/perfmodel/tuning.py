@@ -16,7 +16,7 @@ import numpy as np
 from ..candidate import HINT_PARAMS, config_key
 from ..evaluate.records import ConfigTrace
 from .features import launch_features
-from .model import HardwareArrays, ModelOutput, evaluate, sum_launches
+from .model import BOUNDS, HardwareArrays, ModelOutput, evaluate, sum_launches
 from .occupancy import REASONS, CompiledArrays
 
 #: Triton's launch defaults, used when PARAMS does not list a hint.
@@ -94,6 +94,27 @@ def compiled_arrays(compiled: dict[str, dict[str, list[dict]]] | None, hw: Hardw
     return CompiledArrays(registers=regs, shared_bytes=smem, spill_bytes=spill)
 
 
+def add_zero_fills(out: ModelOutput, traces: list[ConfigTrace], hw: HardwareArrays) -> ModelOutput:
+    """*out* ([H, C], config c traced by ``traces[c]``) with the fill kernel of each zero-filled
+    allocation the host code made (``torch.zeros*``): one launch writing its bytes at the copy
+    bandwidth.  A kernel that stores only part of a zeroed output pays for the whole of it."""
+    count = np.array([len(t.zero_fill_bytes) for t in traces], dtype=float)
+    if not count.any():
+        return out
+    written = np.array([sum(t.zero_fill_bytes) for t in traces], dtype=float)
+    dram = written[None, :] / hw.dram_bw
+    launch = count[None, :] * hw.launch
+    components = dict(out.components)
+    components["dram"] = components["dram"] + dram
+    components["launch"] = components["launch"] + launch
+    details = dict(out.details)
+    details["dram_write"] = details["dram_write"] + written[None, :]
+    details["launches"] = details["launches"] + count[None, :]
+    bound = np.stack([components[b] for b in BOUNDS]).argmax(axis=0)
+    return ModelOutput(latency=out.latency + dram + launch, reason=out.reason, bound=bound,
+                       components=components, details=details)
+
+
 def sweep(plan: TuningPlan, traces: list[ConfigTrace], hw: HardwareArrays,
           unaligned: frozenset[int] = frozenset(), compiled: dict[str, dict[str, list[dict]]] | None = None
           ) -> ModelOutput:
@@ -126,7 +147,7 @@ def sweep(plan: TuningPlan, traces: list[ConfigTrace], hw: HardwareArrays,
         arrays = compiled_arrays(compiled, hw, point_configs, point_launch)
     out = evaluate(feat, rows, np.repeat(plan.warps[live], counts), np.repeat(plan.stages[live], counts), hw,
                    pad=feat.padded_flop_factor(hw.granules), compiled=arrays)
-    out = sum_launches(out, starts)
+    out = add_zero_fills(sum_launches(out, starts), [by_key[keys[plan.kernel_index[c]]] for c in live], hw)
 
     def scatter(a, fill):
         full = np.full((H, C), fill, dtype=a.dtype)
