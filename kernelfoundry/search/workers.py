@@ -263,6 +263,8 @@ class WorkerPool:
         self.watch.require()          # a dead head makes the calls below wait for Ray's 60 s limit
         node_id, label = self.nodes.pop(index, ("", "unknown node"))
         node_gone = bool(node_id) and not _node_alive(node_id)
+        if node_id and not node_gone and isinstance(exc, getattr(ray.exceptions, "ActorUnavailableError", ())):
+            node_gone = _node_dies_soon(node_id)
         flight.extra["lost"] = node_gone
         try:
             ray.kill(self.actors[index])          # an unreachable actor must not come back as a twin
@@ -339,6 +341,22 @@ class GcsWatch:
             time.sleep(min(1.0, self.every_s))
             self.last_check = 0.0
             self.check()
+
+
+#: How long an unreachable actor's node may still look alive before its death is known: Ray's
+#: health checks declare a node dead only after several missed periods (seconds, longer under load).
+UNREACHABLE_SETTLE_S = 10.0
+
+
+def _node_dies_soon(node_id: str, settle_s: float = UNREACHABLE_SETTLE_S) -> bool:
+    """Whether the node of an unreachable actor is declared dead within *settle_s* (so the failure
+    is stored as the node leaving, not as a worker dying on a live node)."""
+    deadline = time.monotonic() + settle_s
+    while time.monotonic() < deadline:
+        time.sleep(0.25)
+        if not _node_alive(node_id):
+            return True
+    return False
 
 
 def _node_alive(node_id: str) -> bool:
