@@ -42,10 +42,16 @@ _REFLECTION = frozenset({"getattr", "globals", "vars", "locals", "eval", "exec",
 
 
 def code_text(source: str) -> str | None:
-    """*source* with the text of its PARAMS literal blanked (its line breaks kept, so every line and
-    column after it stays where it was), or None when the code could read PARAMS: a second binding,
-    any other mention (a name, an attribute, a string but a docstring) or a reflective name.  Then PARAMS's values
-    may steer what the code does, and only the whole source identifies what runs."""
+    """What of *source* runs, PARAMS values aside: its syntax tree with the PARAMS literal replaced
+    by ``{}``, every node's line and column as Python parsed them (the trace's branch arms are
+    numbered by line), or None when the code could read PARAMS: a second binding, any other
+    mention (a name, an attribute, a string but a docstring) or a reflective name.  Then PARAMS's
+    values may steer what the code does, and only the whole source identifies what runs.
+
+    Built from the tree, not by cutting the text: a text cut must agree with Python on what a
+    line break is (``str.splitlines`` also breaks at form feeds and other separators, which let
+    the cut land on kernel code), and a tree has no such choice to make.
+    """
     try:
         tree = safe_parse(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -66,15 +72,15 @@ def code_text(source: str) -> str | None:
         if name == "PARAMS" or name in _REFLECTION or (isinstance(node, ast.Constant) and isinstance(
                 node.value, str) and "PARAMS" in node.value):
             return None
-    value = binding.value
-    lines = source.splitlines(keepends=True)
-
-    def offset(lineno: int, col_bytes: int) -> int:
-        line = lines[lineno - 1]
-        return sum(len(l) for l in lines[:lineno - 1]) + len(line.encode()[:col_bytes].decode(errors="ignore"))
-
-    start, end = offset(value.lineno, value.col_offset), offset(value.end_lineno, value.end_col_offset)
-    return source[:start] + "{}" + "\n" * source[start:end].count("\n") + source[end:]
+    # the literal's own end column varies with its values; every position after it is in the
+    # dump anyway, so the statement keeps its lines and loses its end column
+    binding.value = ast.copy_location(ast.Dict(keys=[], values=[]), binding.value)
+    for node in (binding, binding.value):
+        node.end_col_offset = 0
+    try:
+        return ast.dump(tree, include_attributes=True)
+    except RecursionError:
+        return None
 
 
 class ParamSpaceError(ValueError):
@@ -115,8 +121,12 @@ def validate_param_space(value: Any) -> dict[str, list[Any]]:
         for v in values:
             if not isinstance(v, (int, float, str, bool)):
                 raise ParamSpaceError(f"PARAMS[{name!r}] holds {v!r}; only int/float/str/bool values")
-        if len(set(values)) != len(values):
-            raise ParamSpaceError(f"PARAMS[{name!r}] has duplicate values {list(values)}")
+        if len(set(values)) != len(values) or len({str(v) for v in values}) != len(values):
+            raise ParamSpaceError(f"PARAMS[{name!r}] has duplicate values {list(values)} (values that read "
+                                  "the same, like 1024 and '1024', name the same config)")
+        for v in values:
+            if isinstance(v, str) and ("," in v or "=" in v):
+                raise ParamSpaceError(f"PARAMS[{name!r}] holds {v!r}; a string value may not contain ',' or '='")
         if name in ("num_warps",) and not all(_is_int(v) and v > 0 and v & (v - 1) == 0 for v in values):
             raise ParamSpaceError(f"PARAMS['num_warps'] must be powers of two; got {list(values)}")
         if name in ("num_stages",) and not all(_is_int(v) and 1 <= v <= 8 for v in values):

@@ -8,8 +8,9 @@ random draws are seeded per (seed, shape, config), never by what ran before.  Th
 ignores PARAMS values (:func:`candidate.verify_seed`), so a config traced for one
 candidate is exactly what tracing it again for its PARAMS-only sibling gives.
 
-The key therefore holds :func:`candidate.code_text` (the source with the PARAMS literal
-blanked, line layout kept, so the trace's line-numbered branch arms still match), and
+The key therefore holds :func:`candidate.code_text` (the syntax tree with the PARAMS literal
+blanked, every node's line and column kept, so the trace's line-numbered branch arms still
+match) and the config with its value types, and
 a candidate whose code could read its own PARAMS (``code_text`` is None) is never
 cached.  Only complete, successful traces are stored: a failure or a timeout is traced
 again.  ``VERDICT_FORMAT`` is part of the key, so a verifier change invalidates it.
@@ -29,7 +30,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from ..candidate import code_text, config_key
+from ..candidate import code_text
 from .verdict_cache import VERDICT_FORMAT
 
 FILE_NAME = "traces.sqlite"
@@ -70,7 +71,8 @@ class TraceCache:
 
     @staticmethod
     def key(context: str, config: dict[str, Any]) -> str:
-        return f"{context}:{config_key(config)}"
+        """Types kept: 1024 and "1024" are different configs (``config_key`` reads them alike)."""
+        return f"{context}:" + json.dumps(sorted(config.items()), separators=(",", ":"))
 
     def get(self, context: str, config: dict[str, Any]) -> list[dict[str, Any]] | None:
         key = self.key(context, config)

@@ -20,7 +20,14 @@ SIBLING = SEED.replace(PARAMS, 'PARAMS = {"BLOCK": [512, 1024], "num_warps": [4]
 def test_code_text_blanks_params_keeps_lines_and_refuses_code_that_can_read_them():
     assert SIBLING != SEED and code_text(SIBLING) == code_text(SEED)
     assert verify_seed(SIBLING) == verify_seed(SEED)
-    assert code_text(SEED).count("\n") == SEED.count("\n")
+    # Python's line breaks, not str.splitlines's: a separator in a comment must not move the blanking
+    # onto kernel code, and a lone carriage return in PARAMS shifts every line after it
+    kernel_edit = SEED.replace("mask=mask)", "mask=mask & (offs >= 0))")
+    for sep in ("\x1c", "\x0c", "\u2028", "\x85"):
+        odd = '# layout' + sep * 4 + '\n' + SEED
+        assert code_text(odd) != code_text('# layout' + sep * 4 + '\n' + kernel_edit), repr(sep)
+    shifted = SEED.replace(PARAMS, 'PARAMS = {"BLOCK": [256,\r 512], "num_warps": [4], "num_stages": [1]}')
+    assert code_text(shifted) != code_text(SEED)
     wrapped = SEED.replace(PARAMS, 'PARAMS = {"BLOCK": [256,\n  512], "num_warps": [4], "num_stages": [1]}')
     assert code_text(wrapped) != code_text(SEED), "a line shifted: the trace's branch arms would not match"
     reads = SEED.replace("    n = x.numel()", "    n = x.numel() if PARAMS['BLOCK'][0] else 0")
@@ -35,6 +42,15 @@ def test_code_text_blanks_params_keeps_lines_and_refuses_code_that_can_read_them
 @pytest.fixture(scope="module")
 def relu():
     return load_task(RELU)
+
+
+def test_configs_that_read_alike_are_different_keys_and_params_may_not_hold_them():
+    from kernelfoundry.candidate import ParamSpaceError, validate_param_space
+    assert TraceCache.key("c", {"BLOCK": 1024}) != TraceCache.key("c", {"BLOCK": "1024"})
+    assert TraceCache.key("c", {"A": "1,B=2"}) != TraceCache.key("c", {"A": 1, "B": 2})
+    for bad in ({"BLOCK": [1024, "1024"]}, {"MODE": ["a,b"]}, {"MODE": ["k=v"]}):
+        with pytest.raises(ParamSpaceError):
+            validate_param_space(bad)
 
 
 def test_a_params_only_sibling_traces_only_its_new_configs_and_gets_the_same_verdict(relu, tmp_path):
