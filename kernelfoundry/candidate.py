@@ -12,6 +12,7 @@ import ast
 import hashlib
 import itertools
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,15 +73,40 @@ def code_text(source: str) -> str | None:
         if name == "PARAMS" or name in _REFLECTION or (isinstance(node, ast.Constant) and isinstance(
                 node.value, str) and "PARAMS" in node.value):
             return None
+    text = _text_without(source, binding.value)
+    if text is None:
+        return None
     # the literal's own end column varies with its values; every position after it is in the
     # dump anyway, so the statement keeps its lines and loses its end column
     binding.value = ast.copy_location(ast.Dict(keys=[], values=[]), binding.value)
     for node in (binding, binding.value):
         node.end_col_offset = 0
     try:
-        return ast.dump(tree, include_attributes=True)
+        return ast.dump(tree, include_attributes=True) + "\n" + text
     except RecursionError:
         return None
+
+
+def _text_without(source: str, value: ast.expr) -> str | None:
+    """*source* with the text of *value* replaced by ``{}``, or None unless that cut is exactly the
+    literal: comments, escapes and declarations are text the tree does not hold, and Triton reads
+    kernels as text, so the key holds the text too."""
+    if re.search(r"\r(?!\n)|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]", source):
+        return None                  # lines Python and other readers would count differently
+    lines = source.split("\n")
+
+    def offset(lineno: int, col_bytes: int) -> int:
+        line = lines[lineno - 1]
+        return sum(len(l) + 1 for l in lines[:lineno - 1]) + len(line.encode()[:col_bytes].decode(errors="strict"))
+
+    try:
+        start, end = offset(value.lineno, value.col_offset), offset(value.end_lineno, value.end_col_offset)
+        cut = ast.parse(source[start:end].strip(), mode="eval").body
+    except (IndexError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return None
+    if ast.dump(cut) != ast.dump(value):
+        return None
+    return source[:start] + "{}" + "\n" * source[start:end].count("\n") + source[end:]
 
 
 class ParamSpaceError(ValueError):

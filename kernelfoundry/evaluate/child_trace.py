@@ -437,13 +437,21 @@ def _roles(launches: list[dict[str, Any]], inputs: list[torch.Tensor], outputs: 
             t["role"] = starts.get(t.pop("start"), "scratch")
 
 
+#: Empty allocations up to this size are poisoned in the trace (see trace_config).
+POISON_MAX_BYTES = 64 << 20
+
+
 def trace_config(launch, task: Task, shape_index: int, config: dict[str, Any], hints: dict[str, Any], *, seed: int,
                  trace_programs: int, timeout: float | None, candidate_file: str, blob: BlobWriter) -> dict[str, Any]:
     """Trace ``launch`` at ``task.target_shapes[shape_index]`` with one kernel config."""
     env = task.target_shapes[shape_index]
     start = time.perf_counter()
     rng = random.Random(f"{seed}:{shape_index}:{config_key(config)}")
-    guard = DispatchGuard(poison_empty=False)
+    # Small empty allocations are poisoned as in the checks: the allocator hands a config the scratch
+    # an earlier config freed, and a marker left there let a kernel trace differently by its place in
+    # the job (and so by the configs traced before it).  Large ones come freshly mapped (zeros) and
+    # poisoning them would commit gigabytes at the target shapes.
+    guard = DispatchGuard(poison_empty=True, poison_max_bytes=POISON_MAX_BYTES)
     try:
         with open(candidate_file, encoding="utf-8") as f:
             has_loops = kernels_have_loops(f.read())

@@ -58,9 +58,10 @@ def _describe(func: Any) -> str:
 class DispatchGuard(TorchDispatchMode):
     """Refuse every aten op but allocations and views; poison ``empty*`` results when *poison_empty*."""
 
-    def __init__(self, *, poison_empty: bool):
+    def __init__(self, *, poison_empty: bool, poison_max_bytes: int | None = None):
         super().__init__()
         self.poison_empty = poison_empty
+        self.poison_max_bytes = poison_max_bytes       # larger ones are left as the allocator gives them
         self.refused: str | None = None
         self._paused = 0
         self.allocations: list[torch.Tensor] = []
@@ -81,7 +82,8 @@ class DispatchGuard(TorchDispatchMode):
             return func(*args, **kwargs)
         if func in EMPTY_OPS or func in ZERO_OPS:
             out = func(*args, **kwargs)
-            if func in EMPTY_OPS and self.poison_empty:
+            if func in EMPTY_OPS and self.poison_empty and (
+                    self.poison_max_bytes is None or out.numel() * out.element_size() <= self.poison_max_bytes):
                 poison(out)
             if func in ZERO_OPS and isinstance(out, torch.Tensor):
                 self.zero_filled_bytes.append(int(out.numel() * out.element_size()))

@@ -629,12 +629,14 @@ def _param_names(source: str) -> set[str]:
 def find_violations(source: str) -> list[Violation]:
     """All rule violations in *source* (which must parse; raises SyntaxError otherwise)."""
     from .hack_host import HostChecker
+    from .hack_text import text_violations
     if len(source.encode("utf-8", "replace")) > MAX_SOURCE_BYTES:
         return [Violation(0, "size", f"the source is over {MAX_SOURCE_BYTES // 1024} KB; kernels are far smaller.")]
     tree = safe_parse(source)
     try:
         checker = ModuleChecker(tree)
-        violations = checker.run()
+        violations = [Violation(*v) for v in text_violations(source, tree, checker.is_jit)]
+        violations += checker.run()
         violations += HostChecker(checker, _param_names(source)).run()
     except RecursionError:
         return [Violation(0, "size", "the source is nested too deeply to analyse.")]

@@ -329,3 +329,20 @@ def test_atomic_results_used_as_values_are_refused(body, imports):
     """An atomic's result is an arrival ticket: work keyed on it is neither checked nor traced."""
     violations = find_violations(ATOMIC_KERNEL.replace("IMPORT", imports).replace("BODY", body))
     assert "atomic-result" in {v.rule for v in violations}, violations
+
+
+def test_the_text_triton_reads_is_the_tree_the_rules_read():
+    """Triton re-reads kernels from the file as text: no coding declaration but UTF-8, newlines as
+    the only line breaks, one `def` line per kernel (the corpus holds the attacks themselves)."""
+    good = HEADER + GOOD_LAUNCH
+    assert not rules(good)
+    assert not rules("# -*- coding: utf-8 -*-\n" + good)
+    assert not rules(good.replace("\n", "\r\n"))
+    assert not rules(good.replace("def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n",
+                                  'def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    """Copies; define nothing."""\n'))
+    assert "encoding" in rules("# vim: set fileencoding=unicode_escape :\n" + good)
+    assert "line-break" in rules(good.replace("import math\n", "import math  # \x0c\n"))
+    assert "line-break" in rules(good.replace("[128, 256]", "[128,\r 256]"))
+    hidden = good.replace("def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n",
+                          'def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    """\n    def copy_kernel(x_ptr):\n    """\n')
+    assert "def-line" in rules(hidden)
