@@ -35,7 +35,8 @@ _DEF_LINE = re.compile(r"\s*def\b")
 def text_violations(source: str, tree: ast.Module, is_jit) -> list[tuple[int, str, str]]:
     """(line, rule, message) for every text rule *source* breaks; *is_jit* tells kernels apart."""
     out = []
-    for i, line in enumerate(source.split("\n")[:2], start=1):
+    lines = source.split("\n")
+    for i, line in enumerate(lines[:2], start=1):
         m = _CODING.match(line)
         if m and m.group(1).lower() not in _UTF8:
             out.append((i, "encoding", f"the coding declaration `{m.group(1)}` is not allowed; sources are UTF-8 "
@@ -48,7 +49,6 @@ def text_violations(source: str, tree: ast.Module, is_jit) -> list[tuple[int, st
     if lone_cr:
         out.append((source[:lone_cr.start()].count("\n") + 1, "line-break",
                     "the source holds a carriage return that does not end a line; break lines with newlines only"))
-    lines = source.split("\n")
     starts = [min([d.lineno for d in getattr(s, "decorator_list", [])] + [s.lineno]) for s in tree.body]
     for i, fn in enumerate(tree.body):
         if isinstance(fn, ast.FunctionDef) and is_jit(fn):
