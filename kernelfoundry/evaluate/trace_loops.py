@@ -243,14 +243,24 @@ class ReservedName(BaseException):
     """The candidate's module binds a name the kernel globals need (the static gate refuses it too)."""
 
 
+#: the interpreter's own names that upstream's rewritten code reads as globals
+INTERPRETER_NAMES = ("interpreter_semantic", "_InterpreterComparison")
+
+
 def kernel_globals(fn_globals: dict[str, Any], interp_module: Any) -> dict[str, Any]:
-    """The private globals a rewritten kernel runs in (never the candidate's module dict)."""
+    """The private globals a rewritten kernel runs in (never the candidate's module dict).
+
+    A module bound to the interpreter's own objects under their names is not a clash: Triton's
+    unpatched rewrite copies them into the module of every function it rewrites, and a shared
+    module such as ``triton.language.standard`` (``tl.sum``, ``tl.max``...) keeps them when a
+    kernel ran in this process before :func:`install` (a trusted in-process check after a test
+    that launched a kernel directly)."""
     clash = sorted(n for n in fn_globals if (n in HELPERS and fn_globals[n] is not HELPERS[n])
-                   or n in ("interpreter_semantic", "_InterpreterComparison"))
+                   or (n in INTERPRETER_NAMES and fn_globals[n] is not getattr(interp_module, n)))
     if clash:
         raise ReservedName(f"the module binds {', '.join(clash)}, names reserved for the verifier and the interpreter")
     namespace = {name: value for name, value in fn_globals.items() if not name.startswith("__")}
-    for name in ("interpreter_semantic", "_InterpreterComparison"):       # what upstream's rewrite emits
+    for name in INTERPRETER_NAMES:                                          # what upstream's rewrite emits
         namespace[name] = getattr(interp_module, name)
     namespace.update(HELPERS)
     namespace["__builtins__"] = {name: getattr(builtins, name) for name in KERNEL_BUILTINS}

@@ -293,3 +293,50 @@ def test_fork_server_warm_up_runs_clean():
     every sandboxed job silently starts cold again."""
     from kernelfoundry.evaluate.warmup import warm_up
     assert warm_up() is None
+
+
+def test_interpreter_objects_in_a_module_are_not_a_clash():
+    """Only a module binding the interpreter's names to other objects is refused: Triton's own rewrite
+    copies the genuine ones into every module whose function it rewrote."""
+    from triton.runtime import interpreter as interp
+    from kernelfoundry.evaluate.trace_loops import ReservedName, kernel_globals
+    genuine = {"interpreter_semantic": interp.interpreter_semantic,
+               "_InterpreterComparison": interp._InterpreterComparison, "x": 1}
+    namespace = kernel_globals(genuine, interp)
+    assert namespace["interpreter_semantic"] is interp.interpreter_semantic and namespace["x"] == 1
+    for name in ("interpreter_semantic", "_InterpreterComparison"):
+        with pytest.raises(ReservedName, match=name):
+            kernel_globals({**genuine, name: object()}, interp)
+
+
+POLLUTE_THEN_CHECK = '''
+import os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+import torch, triton, triton.language as tl
+import triton.language.standard as standard
+
+@triton.jit
+def total(x, o):
+    tl.store(o, tl.sum(tl.load(x + tl.arange(0, 16)), axis=0))
+
+total[(1,)](torch.ones(16), torch.zeros(1))      # unpatched rewrite of tl.sum: standard's globals grow
+assert "interpreter_semantic" in vars(standard)
+from kernelfoundry.evaluate.inprocess import check_trusted
+from kernelfoundry.task import load_task
+task = load_task(sys.argv[1])
+gate = check_trusted(task.seeds[0].read_text(), task)   # the seed's tl.max is rewritten by the patched rewrite
+print("PASSED" if gate.passed else "FAILED " + gate.reason)
+'''
+
+
+def test_a_trusted_check_after_a_direct_launch_in_the_same_process(tmp_path):
+    """A kernel launched in-process before the verifier's rewrite was installed left the interpreter's
+    objects in triton.language.standard; the next standard function rewritten raised ReservedName."""
+    from kernelfoundry import REPO_DIR
+    script = tmp_path / "pollute_then_check.py"
+    script.write_text(POLLUTE_THEN_CHECK)
+    proc = subprocess.run([sys.executable, str(script), str(REPO_DIR / "experiments/tasks/softmax.yaml")],
+                          capture_output=True, text=True, timeout=300, cwd=REPO_DIR,
+                          env={**os.environ, "PYTHONPATH": str(REPO_DIR)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "PASSED", proc.stdout[-2000:]
