@@ -270,6 +270,8 @@ class SearchDriver:
                     self.memory.note_duplicate(job, result.get("mutator"))
                 if self.routing is not None:
                     self.routing.observe(job, result, None)
+                if result.get("parent_ids"):
+                    self.state.note_duplicate(int(result["parent_ids"][0]))
                 self.consecutive_duplicates += 1
                 self.stats.duplicates += 1
                 self.stats.add_usage(result.get("usage"))

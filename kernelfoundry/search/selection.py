@@ -6,7 +6,9 @@ Three strategies share one interface (``choose(archive, pool) -> Choice``):
   so far 0.3, softmax over log objective 0.4), exploration (0.2: uniform over
   occupied cells, weighted towards cells whose elite has been a parent less
   often) and uniform random picks (0.1); sometimes a crossover with an elite of
-  another cell, sometimes a repair of a recent near-miss.
+  another cell, sometimes a repair of a recent near-miss.  A parent whose edits keep
+  coming back as duplicates of stored candidates is *exhausted*: a correct non-elite
+  candidate (a stepping stone, by the same softmax) is mutated in its place.
 * ``greedy`` — one lineage: always refine the best candidate so far.
 * ``random`` — independent mutations of the seeds (best-of-N).
 """
@@ -20,6 +22,8 @@ from dataclasses import dataclass, field
 from .archive import Elite, KernelArchive
 
 STRATEGIES = ("map-elites", "greedy", "random")
+#: a parent whose proposals came back as duplicates this many times is exhausted
+EXHAUSTED_AFTER = 3
 
 
 @dataclass
@@ -39,13 +43,24 @@ class SelectionState:
     best_id: int | None = None
     best_objective: float = -math.inf
     repairable: list[int] = field(default_factory=list)   # failed at correctness/trace, newest last
+    correct: dict[int, float] = field(default_factory=dict)   # every passed candidate -> objective
+    duplicates: dict[int, int] = field(default_factory=dict)  # parent id -> its proposals that were duplicates
 
     def note(self, cid: int, passed: bool, objective: float | None, gate: str | None) -> None:
+        if passed and objective is not None:
+            self.correct[cid] = objective
         if passed and objective is not None and objective > self.best_objective:
             self.best_id, self.best_objective = cid, objective
         elif not passed and gate in ("correctness", "trace", "load"):
             self.repairable.append(cid)
             del self.repairable[:-32]
+
+    def note_duplicate(self, parent_id: int) -> None:
+        """A proposal made from *parent_id* was a duplicate of a stored candidate."""
+        self.duplicates[parent_id] = self.duplicates.get(parent_id, 0) + 1
+
+    def exhausted(self, cid: int) -> bool:
+        return self.duplicates.get(cid, 0) >= EXHAUSTED_AFTER
 
 
 class Selector:
@@ -77,15 +92,34 @@ class Selector:
         others = [e for e in elites if e.cell != parent.cell]
         inspirations = self._inspirations(others)
         target = self._target_cell(parent, archive)
+        parent_id = parent.candidate_id
+        if state.exhausted(parent_id):
+            stone = self._stepping_stone(state, exclude={e.candidate_id for e in inspirations})
+            if stone is not None:
+                parent_id, reason = stone, f"stepping stone ({reason} elite #{parent_id} exhausted)"
         if others and self.rng.random() < self.p_crossover:
             mate = inspirations[0] if inspirations else self.rng.choice(others)
-            return Choice(parent_id=parent.candidate_id, kind="crossover",
+            return Choice(parent_id=parent_id, kind="crossover",
                           inspiration_ids=[mate.candidate_id] + [e.candidate_id for e in inspirations
                                                                  if e is not mate],
                           target_cell=target, reason=reason)
-        return Choice(parent_id=parent.candidate_id, kind="mutate",
+        return Choice(parent_id=parent_id, kind="mutate",
                       inspiration_ids=[e.candidate_id for e in inspirations], target_cell=target,
                       reason=reason)
+
+    def _stepping_stone(self, state: SelectionState, exclude: set[int]) -> int | None:
+        """A correct candidate that is not exhausted, by softmax over log objective (None: none left).
+
+        Elites whose neighbourhood the mutator has used up (ties at the hardware limit keep an
+        elementwise archive at three elites) would end the search early; candidates that lost
+        their cell are one edit away from other kernels."""
+        pool = [(cid, obj) for cid, obj in state.correct.items() if not state.exhausted(cid) and cid not in exclude]
+        if not pool:
+            return None
+        logs = [math.log(max(obj, 1e-12)) for _, obj in pool]
+        top = max(logs)
+        weights = [math.exp((v - top) / self.temperature) for v in logs]
+        return self.rng.choices(pool, weights=weights)[0][0]
 
     def _pick_parent(self, elites: list[Elite], archive: KernelArchive,
                      state: SelectionState) -> tuple[Elite, str]:

@@ -96,6 +96,29 @@ def test_greedy_and_random_strategies():
     assert fixes[0].kind == "fix" and fixes[0].parent_id == 9
 
 
+def test_an_exhausted_elite_hands_its_turn_to_a_stepping_stone():
+    """Edits of an elite that keep coming back as duplicates: a correct non-elite candidate is mutated instead."""
+    from kernelfoundry.search.selection import EXHAUSTED_AFTER
+    a = KernelArchive(SPEC)
+    a.add(0, "s0", 2.0, {"tiling": 0.5, "memory_pattern": 1.5})
+    state = SelectionState(seed_ids=[0])
+    for cid, obj in ((0, 2.0), (7, 1.9), (8, 0.5)):          # 7 and 8 lost the cell to 0
+        state.note(cid, True, obj, None)
+    state.note(9, False, None, "correctness")
+    sel = Selector("map-elites", seed=2)
+    assert {sel.choose(a, state).parent_id for _ in range(30)} == {0}
+    for _ in range(EXHAUSTED_AFTER):
+        state.note_duplicate(0)
+    picks = [sel.choose(a, state) for _ in range(200)]
+    assert {c.parent_id for c in picks} == {7, 8}                # never the failed one
+    assert Counter(c.parent_id for c in picks)[7] > 150          # by objective
+    assert all(c.reason.startswith("stepping stone") for c in picks)
+    for _ in range(EXHAUSTED_AFTER):
+        state.note_duplicate(7)
+        state.note_duplicate(8)
+    assert {sel.choose(a, state).parent_id for _ in range(30)} == {0}   # all used up: the elite again
+
+
 def test_a_stored_task_keeps_its_inputs_in_launch_order(tmp_path):
     from kernelfoundry.task import load_task, task_from_dict
     task = load_task(Path(__file__).resolve().parents[2] / "experiments" / "tasks" / "layernorm.yaml")          # x, weight, bias: not alphabetical
