@@ -84,12 +84,18 @@ def _rows(db: Path) -> list[tuple]:
         conn.close()
 
 
+#: runs a module as __main__ with Python's own SIGINT handler: a shell that starts pytest in the
+#: background makes SIGINT ignored, children inherit that, and an ignored Ctrl-C is not this test's subject
+RUN_WITH_SIGINT = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                   "sys.argv = sys.argv[1:]; runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)")
+
+
 def _signal_after_rows(run_dir: Path, rows: int, sig: int) -> tuple[int, str]:
     """Start `evolve relu --budget 40` in a subprocess, send *sig* to the driver once *rows* candidates are
     stored; return its exit code and stderr."""
     env = dict(os.environ, PYTHONPATH=str(REPO_DIR))
-    cmd = [sys.executable, "-m", "kernelfoundry.evolve", str(RELU), "--budget", "40", "--workers", "1",
-           "--out", str(run_dir), "--quiet"]
+    cmd = [sys.executable, "-c", RUN_WITH_SIGINT, "kernelfoundry.evolve", str(RELU), "--budget", "40",
+           "--workers", "1", "--out", str(run_dir), "--quiet"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
     db = run_dir / "run.sqlite"

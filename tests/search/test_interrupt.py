@@ -22,8 +22,15 @@ def _swallowing_callback() -> bool:
     return False
 
 
-def test_a_swallowed_interrupt_leaves_the_event_set_and_the_handler_is_restored():
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+@pytest.fixture
+def python_sigint():
+    """Python's own SIGINT handler, whatever pytest inherited (started in the background, SIGINT is ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_a_swallowed_interrupt_leaves_the_event_set_and_the_handler_is_restored(python_sigint):
     with sticky_interrupt() as stop:
         assert stop is not None and not stop.is_set()
         assert _swallowing_callback(), "the handler must still raise KeyboardInterrupt at once"
@@ -41,7 +48,7 @@ def test_the_search_loop_stops_on_the_event():
         driver._check_stop()
 
 
-def test_nothing_changes_off_the_main_thread_or_under_another_handler():
+def test_nothing_changes_off_the_main_thread_or_under_another_handler(python_sigint):
     seen = []
     thread = threading.Thread(target=lambda: seen.append(sticky_interrupt().__enter__()))
     thread.start()
