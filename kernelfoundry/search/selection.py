@@ -7,8 +7,9 @@ Three strategies share one interface (``choose(archive, pool) -> Choice``):
   occupied cells, weighted towards cells whose elite has been a parent less
   often) and uniform random picks (0.1); sometimes a crossover with an elite of
   another cell, sometimes a repair of a recent near-miss.  A parent whose edits keep
-  coming back as duplicates of stored candidates is *exhausted*: a correct non-elite
-  candidate (a stepping stone, by the same softmax) is mutated in its place.
+  coming back as duplicates of stored candidates is *exhausted*: another correct
+  candidate that is not exhausted (a stepping stone, mostly one that lost its cell; by the
+  same softmax) is mutated in its place.
 * ``greedy`` — one lineage: always refine the best candidate so far.
 * ``random`` — independent mutations of the seeds (best-of-N).
 """
@@ -116,10 +117,14 @@ class Selector:
         pool = [(cid, obj) for cid, obj in state.correct.items() if not state.exhausted(cid) and cid not in exclude]
         if not pool:
             return None
-        logs = [math.log(max(obj, 1e-12)) for _, obj in pool]
+        return self._by_objective(pool, [obj for _, obj in pool])[0]
+
+    def _by_objective(self, items: list, objectives: list[float]):
+        """One of *items*, drawn by a softmax over log objective (temperature ``self.temperature``)."""
+        logs = [math.log(max(obj, 1e-12)) for obj in objectives]
         top = max(logs)
         weights = [math.exp((v - top) / self.temperature) for v in logs]
-        return self.rng.choices(pool, weights=weights)[0][0]
+        return self.rng.choices(items, weights=weights)[0]
 
     def _pick_parent(self, elites: list[Elite], archive: KernelArchive,
                      state: SelectionState) -> tuple[Elite, str]:
@@ -134,10 +139,7 @@ class Selector:
             # along one lineage, which pure softmax exploitation spreads too thin at small budgets.
             best = next((e for e in elites if e.candidate_id == state.best_id), None)
             return (best or max(elites, key=lambda e: e.objective)), "best"
-        logs = [math.log(max(e.objective, 1e-12)) for e in elites]
-        top = max(logs)
-        weights = [math.exp((v - top) / self.temperature) for v in logs]
-        return self.rng.choices(elites, weights=weights)[0], "exploit"
+        return self._by_objective(elites, [e.objective for e in elites]), "exploit"
 
     def _inspirations(self, others: list[Elite]) -> list[Elite]:
         if not others:
