@@ -38,7 +38,7 @@ def job_module(tmp_path_factory):
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(directory), os.environ.get("PYTHONPATH")) if p)
         return name
     yield install
-    from kernelfoundry.evaluate.sandbox import shutdown_fork_servers
+    from kernelfoundry.sandbox.process import shutdown_fork_servers
     shutdown_fork_servers()
     if old is None:
         os.environ.pop("PYTHONPATH", None)

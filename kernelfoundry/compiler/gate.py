@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..candidate import source_hash
-from ..evaluate.sandbox import SandboxLimits
+from ..sandbox import SandboxLimits
 from ..perfmodel.hardware import load_hardware
 from .amd import amd_resources
 from .asm import add_sass

@@ -15,7 +15,7 @@ import binascii
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..evaluate.sandbox import SandboxLimits, run_sandboxed
+from ..sandbox import SandboxLimits, run_sandboxed
 
 JOB_MODULE = "kernelfoundry.compiler.job"
 JOB_ENV = {"TRITON_INTERPRET": "0", "TRITON_DEFAULT_FP_FUSION": "1"}

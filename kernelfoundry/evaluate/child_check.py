@@ -22,7 +22,7 @@ import torch
 
 from ..task import Task
 from .arms import RECORDER
-from .channel import BlobWriter
+from ..sandbox.channel import BlobWriter
 from .guard import DispatchGuard
 from .inputs import InputFactory, digest
 from .loader import CandidateTimeout, LoadedCandidate, describe_exception, time_limit

@@ -33,7 +33,7 @@ from ..candidate import config_key
 from ..task import Task
 from .arms import RECORDER
 from .census import census_pids, kernels_have_loops, run_census
-from .channel import BlobReader, BlobWriter
+from ..sandbox.channel import BlobReader, BlobWriter
 from .guard import DispatchGuard
 from .inputs import trace_inputs
 from .loader import CandidateTimeout, describe_exception, time_limit

@@ -28,7 +28,7 @@ import torch
 
 from ..candidate import config_key
 from ..task import Task
-from .channel import BlobReader, ChannelError
+from ..sandbox.channel import BlobReader, ChannelError
 from .inputs import WIDE_ONLY, InputFactory, digest, profiles_for
 from .records import GateResult
 from .span_shape import block_size, grid_span_shape, span_shape

@@ -26,12 +26,12 @@ from typing import Any
 
 from ..candidate import HINT_PARAMS, ParamSpaceError, config_key, kernel_configs, parse_param_space
 from ..task import Task
-from .channel import DATA_FILE, BlobReader
+from ..sandbox.channel import DATA_FILE, BlobReader
 from .correctness import Judge, MalformedReport, plan_runs
 from .hack import hack_gate
 from .job import child_task
 from .records import ConfigTrace, GateResult, VerifyResult
-from .sandbox import GiB, SandboxIsolationError, SandboxLimits, SandboxOutcome, run_sandboxed
+from ..sandbox import GiB, SandboxIsolationError, SandboxLimits, SandboxOutcome, run_sandboxed
 from .trace_cache import code_context
 from .trace_counts import MalformedTrace, build_config_trace
 

@@ -75,7 +75,7 @@ def _read(path: Path) -> str:
 
 def inspect_problem(path: Path, source: str, *, seed: int = 0, timeout_s: float = 180.0) -> dict[str, Any]:
     """Run the sandboxed import job on *source*; its description, or TaskError with its reason."""
-    from ..evaluate.sandbox import GiB, SandboxLimits, run_sandboxed
+    from ..sandbox import GiB, SandboxLimits, run_sandboxed
     limits = SandboxLimits(wall_s=timeout_s, rss_bytes=6 * GiB, address_space_bytes=32 * GiB)
     outcome = run_sandboxed(JOB_MODULE, {"source": source, "filename": str(path), "seed": seed}, limits,
                             mode="spawn")

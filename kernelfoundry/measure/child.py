@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..evaluate.channel import DATA_FILE
+from ..sandbox.channel import DATA_FILE
 from ..evaluate.child_job import job_main, loaded_candidate, report_progress
 
 

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..evaluate.channel import BlobReader, ChannelError
+from ..sandbox.channel import BlobReader, ChannelError
 from ..evaluate.correctness import MalformedReport, compare, output_scale, output_tensor
 from ..task import Task
 from .child import sample_indices

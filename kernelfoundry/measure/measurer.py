@@ -55,10 +55,10 @@ class DeviceMeasurer:
 
     def measure(self, task: Task | dict, source: str, verdict: VerifyResult, hardware: str, seed: int) -> dict:
         """The ``measured`` record (``passed`` False with a ``reason`` when the device refutes the kernel)."""
-        from ..evaluate.channel import DATA_FILE, BlobReader
+        from ..sandbox.channel import DATA_FILE, BlobReader
         from ..evaluate.correctness import MalformedReport, load_reference
         from ..evaluate.inputs import InputFactory
-        from ..evaluate.sandbox import SandboxLimits, run_sandboxed
+        from ..sandbox import SandboxLimits, run_sandboxed
         from .judge import judge_outputs
         task = task_from_dict(task, check_files=False) if isinstance(task, dict) else task
         start = time.perf_counter()

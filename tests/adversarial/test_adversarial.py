@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kernelfoundry.evaluate import pipeline, sandbox
+from kernelfoundry.evaluate import pipeline
+from kernelfoundry.sandbox import process as sandbox
 from kernelfoundry.evaluate.pipeline import default_limits, verify
-from kernelfoundry.evaluate.sandbox import fork_server_pids, shutdown_fork_servers, with_limits
+from kernelfoundry.sandbox.process import fork_server_pids, shutdown_fork_servers, with_limits
 from kernelfoundry.task import load_task
 
 HERE = Path(__file__).resolve().parent

@@ -11,7 +11,7 @@ import os
 import uuid
 
 from kernelfoundry.compiler import compile_candidate
-from kernelfoundry.evaluate.sandbox import SandboxLimits
+from kernelfoundry.sandbox.process import SandboxLimits
 
 KERNEL = '''
 @triton.jit

@@ -10,11 +10,11 @@ import pytest
 
 from kernelfoundry.errors import HardwareError
 from kernelfoundry.evaluate import pipeline
-from kernelfoundry.evaluate.channel import BlobReader
+from kernelfoundry.sandbox.channel import BlobReader
 from kernelfoundry.evaluate.correctness import Judge, plan_runs
 from kernelfoundry.evaluate.pipeline import (default_limits, judge_checks, judge_trace, read_job, sandbox_failure,
                                              verify)
-from kernelfoundry.evaluate.sandbox import GiB, SandboxOutcome
+from kernelfoundry.sandbox.process import GiB, SandboxOutcome
 from kernelfoundry.task import load_task
 
 REPO = Path(__file__).resolve().parents[2]

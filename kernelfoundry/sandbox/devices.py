@@ -1,9 +1,9 @@
 """What of the host's GPU the device job's sandbox sees, and Triton's driver made ready before seccomp.
 
 Used only when ``run_sandboxed(..., gpu=True)`` (the device job).  The trusted driver computes
-:func:`gpu_spec` on the host; the child (:mod:`sandbox_boot`) then
+:func:`gpu_spec` on the host; the child (:mod:`.boot`) then
 
-* binds :func:`gpu_paths` into its minimal root (root drivers only; :mod:`sandbox_fs`): the GPU device
+* binds :func:`gpu_paths` into its minimal root (root drivers only; :mod:`.fs`): the GPU device
   nodes that exist (``/dev/nvidia*``, ``/dev/nvidia-caps``, ``/dev/kfd``, ``/dev/dri``; device files stay
   usable on a read-only bind), the ``/sys`` parts the CUDA and ROCm user-space drivers read (read-only),
   and the directories holding ``libcuda.so*`` that the root does not already show (``ldconfig -p``).
@@ -11,7 +11,7 @@ Used only when ``run_sandboxed(..., gpu=True)`` (the device job).  The trusted d
 * before its seccomp filter, builds Triton's driver module (``cuda_utils``: a C file Triton compiles
   with the system's C compiler on first use, an exec) with :func:`prepare_triton_driver`, so the job
   finds it in its Triton cache;
-* starts the ptxas broker (:mod:`sandbox_ptxas`).
+* starts the ptxas broker (:mod:`.ptxas`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ DEVICE_GLOBS = ("/dev/nvidia[0-9]*", "/dev/nvidiactl", "/dev/nvidia-uvm*", "/dev
                 "/dev/nvidia-caps", "/dev/kfd", "/dev/dri")
 SYS_PATHS = ("/sys/devices", "/sys/bus/pci", "/sys/module/nvidia", "/sys/module/amdgpu", "/sys/class/drm",
              "/sys/class/kfd")
-#: Host trees the minimal root shows anyway (``sandbox_fs.readable_roots`` always includes /usr).
+#: Host trees the minimal root shows anyway (``fs.readable_roots`` always includes /usr).
 ALWAYS_VISIBLE = ("/usr",)
 
 

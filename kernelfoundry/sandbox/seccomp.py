@@ -1,6 +1,6 @@
 """A seccomp-BPF syscall filter for the sandboxed child (Linux x86_64).
 
-Installed by the child itself (see :mod:`sandbox_boot`) after its own setup and
+Installed by the child itself (see :mod:`.boot`) after its own setup and
 before any candidate code runs.  It makes the dangerous syscalls fail with
 ``EPERM`` instead of relying only on resource limits, which root ignores
 (``RLIMIT_NPROC`` does not apply to uid 0):

@@ -8,15 +8,15 @@ in a fresh child (forked from a pre-warmed fork server, or spawned) that:
 * is confined by hard rlimits (address space, CPU seconds, processes/threads,
   file size, no core dumps) and, on Linux x86_64, a seccomp filter (no fork,
   exec, sockets, ptrace, signals to others); as root it also gets a private
-  network namespace and a throwaway uid (see :mod:`sandbox_boot`);
+  network namespace and a throwaway uid (see :mod:`.boot`);
 * is watched by the caller for wall time, real memory (RSS: the address-space
   limit must stay loose because target-shape tensors are allocated but mostly
   untouched), output volume and thread count, and SIGKILLed with its whole
   session on any limit.
 
 ``gpu=True`` (the device job only) adds the host's GPU device nodes and driver pieces
-to the minimal root and a ptxas broker outside the filter (:mod:`sandbox_devices`,
-:mod:`sandbox_ptxas`).
+to the minimal root and a ptxas broker outside the filter (:mod:`.devices`,
+:mod:`.ptxas`).
 
 Design choices and measurements are in ``docs/verifier.md``.
 """
@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..safe_io import read_regular
-from .sandbox_forkserver import ForkServer, ForkServerError
+from .forkserver import ForkServer, ForkServerError
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 _WORLD_WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
@@ -294,7 +294,7 @@ class _Child:
 
 
 def _spawn(spec_path: str, output_fd: int, env: dict[str, str]) -> _Child:
-    proc = subprocess.Popen([sys.executable, "-m", "kernelfoundry.evaluate.sandbox_boot", spec_path],
+    proc = subprocess.Popen([sys.executable, "-m", "kernelfoundry.sandbox.boot", spec_path],
                             stdin=subprocess.DEVNULL, stdout=output_fd, stderr=output_fd, env=env,
                             cwd=os.path.dirname(spec_path), start_new_session=True, close_fds=True)
     try:
@@ -421,7 +421,7 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
         os.chmod(in_path, 0o644)
         if uid is not None:
             os.chown(workdir, uid, uid)
-            os.mkdir(os.path.join(base, "root"), 0o755)      # the child's minimal root (sandbox_fs)
+            os.mkdir(os.path.join(base, "root"), 0o755)      # the child's minimal root (fs.py)
         canary = os.path.join(base, "canary")                 # world-readable, yet must stay invisible
         with open(canary, "w") as f:
             f.write("the sandboxed child must not see this file\n")
@@ -435,7 +435,7 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
                 "env": {"HOME": workdir, "TMPDIR": workdir, "TRITON_CACHE_DIR": os.path.join(workdir, ".triton"),
                         "KF_SANDBOX_PROGRESS": progress_path}}
         if gpu:
-            from .sandbox_devices import gpu_spec
+            from .devices import gpu_spec
             spec["gpu"] = gpu_spec()
             spec["env"].update(spec["gpu"].pop("env"))
         output_path = os.path.join(base, "output.log")

@@ -2,9 +2,9 @@
 
 Starting a fresh interpreter and importing torch + triton costs ~1.6 s here,
 a third of the verifier's per-candidate budget; ``fork`` costs ~15 ms.  The
-server (``python -m kernelfoundry.evaluate.sandbox_forkserver [PRELOAD ...]``)
+server (``python -m kernelfoundry.sandbox.forkserver [PRELOAD ...]``)
 is trusted code: it never runs a job itself.  Each forked child enters the
-sandbox exactly as a spawned one does (:mod:`sandbox_boot`): new session, its
+sandbox exactly as a spawned one does (:mod:`.boot`): new session, its
 own stdio, limits, uid drop, seccomp.  The driver watches the child by pid and
 kills it; the server reaps it and reports the wait status.
 
@@ -27,7 +27,7 @@ import threading
 import time
 import traceback
 
-from .sandbox_boot import enter_sandbox, run_job
+from .boot import enter_sandbox, run_job
 
 
 def _child(job: dict) -> None:
@@ -127,7 +127,7 @@ class ForkServer:
         self.lock = threading.Lock()
         self._buf = b""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kernelfoundry.evaluate.sandbox_forkserver", *preload],
+            [sys.executable, "-m", "kernelfoundry.sandbox.forkserver", *preload],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env={**env, "KF_DRIVER_PID": str(os.getpid())}, start_new_session=True, close_fds=True)
         hello = self.read_message(start_timeout_s)

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from kernelfoundry.evaluate import sandbox_ptxas as broker
-from kernelfoundry.evaluate.sandbox import SandboxLimits, run_sandboxed
+from kernelfoundry.sandbox import ptxas as broker
+from kernelfoundry.sandbox.process import SandboxLimits, run_sandboxed
 
 # A job module run inside the sandbox: tries execve, then compiles a kernel for sm_90 (payload["do"]).
 PROBE = r'''
@@ -26,7 +26,7 @@ def add_one(x_ptr, n, BLOCK: tl.constexpr):
 
 
 def raw(client, header, body):
-    from kernelfoundry.evaluate.sandbox_ptxas import recv_frame, send_frame
+    from kernelfoundry.sandbox.ptxas import recv_frame, send_frame
     if isinstance(header, bytes):
         import struct
         client.sock.sendall(struct.pack("!II", len(header), len(body)) + header + body)
@@ -44,7 +44,7 @@ def main():
         os.execv("/bin/true", ["true"])
     except OSError as exc:
         res["exec"] = f"refused: errno {exc.errno}"
-    from kernelfoundry.evaluate import sandbox_ptxas
+    from kernelfoundry.sandbox import ptxas as sandbox_ptxas
     res["client"] = sandbox_ptxas.CLIENT is not None
     if p["do"] == "compile":
         from triton.backends.compiler import GPUTarget
@@ -183,7 +183,7 @@ def test_gpu_paths_are_bound_read_only_with_device_files_usable(probe, monkeypat
     """/dev/full stands in for a GPU node (no GPU here): inside, it is the host's character device and
     answers ENOSPC (not EROFS) to a write; the /sys part is there, read-only."""
     import errno
-    from kernelfoundry.evaluate import sandbox_devices
+    from kernelfoundry.sandbox import devices as sandbox_devices
     monkeypatch.setattr(sandbox_devices, "gpu_spec", lambda: {"ptxas_broker": False, "prepare_driver": False,
                                                               "device_paths": ["/dev/full", "/sys/devices"],
                                                               "env": {}})

@@ -1,6 +1,6 @@
 """The sandboxed child's view of the machine: private namespaces and a minimal read-only filesystem.
 
-Called by :mod:`sandbox_boot` as root, before the drop to the throwaway uid.  The
+Called by :mod:`.boot` as root, before the drop to the throwaway uid.  The
 child gets its own network, IPC (SysV shared memory, semaphores, message queues)
 and mount namespaces, and a new root directory holding only:
 
@@ -9,7 +9,7 @@ and mount namespaces, and a new root directory holding only:
   configuration, and this package's own source directory (not the repository:
   run stores and archives stay invisible);
 * ``/dev/null``, ``/dev/zero``, ``/dev/random``, ``/dev/urandom``; a read-only ``/proc``;
-  for the device job only, the host's GPU device nodes and driver pieces (:mod:`sandbox_devices`);
+  for the device job only, the host's GPU device nodes and driver pieces (:mod:`.devices`);
 * the job's own working directory (writable) and a small private ``/tmp``.
 
 Nothing else of the host exists inside: no home directories, no ``/run`` (so no
@@ -121,7 +121,7 @@ def enter_minimal_root(new_root: str, workdir: str, package_dir: str, libc=None,
     """Build the minimal tree at *new_root* (an empty dir) and ``chroot`` into it; cwd = *workdir*.
 
     *extra*: more host paths bound read-only, device files usable (the device job's GPU pieces,
-    :mod:`sandbox_devices`).  Must run after :func:`unshare_namespaces` and before the uid drop.
+    :mod:`.devices`).  Must run after :func:`unshare_namespaces` and before the uid drop.
     """
     libc = libc or _libc()
     _mount(libc, "tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")

@@ -2,7 +2,7 @@
 
 Triton's NVIDIA backend turns PTX into a cubin by running ``ptxas`` (``make_cubin``) and asks
 ``ptxas --version`` for its cache key (``get_ptxas_version``).  A sandboxed child cannot exec, so when
-its spec asks for it (``spec["gpu"]["ptxas_broker"]``, the device job only) :mod:`sandbox_boot` calls
+its spec asks for it (``spec["gpu"]["ptxas_broker"]``, the device job only) :mod:`.boot` calls
 
 * :func:`start_broker` after the rlimits and the uid drop, before the filter: it forks a broker that
   answers on a socket pair and warms Triton's tool look-ups (each runs ``--version`` once) so the

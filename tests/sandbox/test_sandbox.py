@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from kernelfoundry.evaluate.sandbox import (SandboxLimits, _sandbox_pids, run_sandboxed,
+from kernelfoundry.sandbox.process import (SandboxLimits, _sandbox_pids, run_sandboxed,
                                             shutdown_fork_servers, sweep_stale_dirs)
 
 # A job module run inside the sandbox: behaviour picked by payload["do"].
@@ -242,7 +242,7 @@ def test_fork_server_is_reused_and_fast(probe):
 
 DRIVER = r'''
 import sys, threading, time
-from kernelfoundry.evaluate.sandbox import SandboxLimits, fork_server_pids, run_sandboxed
+from kernelfoundry.sandbox.process import SandboxLimits, fork_server_pids, run_sandboxed
 threading.Thread(target=run_sandboxed, args=(sys.argv[1], {"do": "sleep"}, SandboxLimits(wall_s=600)),
                  daemon=True).start()
 while not fork_server_pids():
@@ -300,7 +300,7 @@ def _alive(pid: int) -> bool:
 
 def test_interrupted_job_kills_child_and_resets_server(probe, monkeypatch):
     """An exception in the driver mid-job (e.g. Ctrl-C) kills the child and drops that fork server."""
-    from kernelfoundry.evaluate import sandbox
+    from kernelfoundry.sandbox import process as sandbox
     run_sandboxed(probe, {"do": "ok", "value": 0}, FAST, mode="fork")          # a warm server
     started = []
     real_watch = sandbox._watch
@@ -326,7 +326,7 @@ def test_a_server_started_from_a_short_lived_thread_outlives_it(probe):
     trace thread must not be killed when that thread ends, under the next job that takes it."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
-    from kernelfoundry.evaluate import sandbox
+    from kernelfoundry.sandbox import process as sandbox
     shutdown_fork_servers()
     with ThreadPoolExecutor(max_workers=1) as pool:
         out = pool.submit(run_sandboxed, probe, {"do": "ok", "value": 1}, FAST, mode="fork").result()
@@ -347,8 +347,8 @@ def test_a_server_that_dies_while_held_is_left_to_its_holder(probe):
     """Another thread looking for a server must not close one that a job holds (its write then
     failed with 'write to closed file'); the holder gets a ForkServerError and spawns instead."""
     import signal as _signal
-    from kernelfoundry.evaluate import sandbox
-    from kernelfoundry.evaluate.sandbox_forkserver import ForkServerError
+    from kernelfoundry.sandbox import process as sandbox
+    from kernelfoundry.sandbox.forkserver import ForkServerError
     shutdown_fork_servers()
     run_sandboxed(probe, {"do": "ok", "value": 0}, FAST, mode="fork")        # one warm, idle server
     held = sandbox._acquire_fork_server(probe)
@@ -421,7 +421,7 @@ def test_root_child_sees_a_minimal_read_only_world(tmp_path_factory):
 
 def test_isolation_check_can_fail():
     """The child's start-up check reports what does not hold (here: run unconfined, in the driver)."""
-    from kernelfoundry.evaluate.sandbox_boot import isolation_problems
+    from kernelfoundry.sandbox.boot import isolation_problems
     canary = __file__
     problems = isolation_problems({"canary": canary})
     assert any("visible" in p for p in problems)

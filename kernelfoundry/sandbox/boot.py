@@ -1,15 +1,15 @@
 """Inside the sandboxed child: confine this process, then run the job module.
 
 Runs before any candidate code, in the child process only (spawned as
-``python -m kernelfoundry.evaluate.sandbox_boot SPEC.json`` or forked by the
+``python -m kernelfoundry.sandbox.boot SPEC.json`` or forked by the
 fork server).  In order: working directory and environment, resource limits,
 (as root) private network, IPC and mount namespaces with a minimal read-only
-root (:mod:`sandbox_fs`) and a drop to a throwaway uid with no capabilities,
+root (:mod:`.fs`) and a drop to a throwaway uid with no capabilities,
 then the seccomp filter, then ``runpy`` of the job module with
 ``sys.argv = [module, *argv]``.  A spec with ``gpu`` (the device job only) also gets
 the host's GPU pieces in its root, Triton's driver built and a ptxas broker started
 before the filter, and Triton's cubin step routed to the broker after it
-(:mod:`sandbox_devices`, :mod:`sandbox_ptxas`).
+(:mod:`.devices`, :mod:`.ptxas`).
 What was applied is written to ``isolation.json`` in the working directory.
 """
 
@@ -23,8 +23,8 @@ import runpy
 import sys
 
 from .. import PACKAGE_DIR
-from .sandbox_fs import enter_minimal_root, unshare_namespaces
-from .sandbox_seccomp import install_filter
+from .fs import enter_minimal_root, unshare_namespaces
+from .seccomp import install_filter
 
 _PR_SET_PDEATHSIG = 1
 
@@ -114,14 +114,14 @@ def enter_sandbox(spec: dict) -> list[str]:
     _die_with_parent(spec.get("parent_pid"), notes)
     broker = None
     if gpu:
-        from .sandbox_devices import prepare_triton_driver
-        from .sandbox_ptxas import start_broker
+        from .devices import prepare_triton_driver
+        from .ptxas import start_broker
         if gpu.get("prepare_driver"):
             notes.append(prepare_triton_driver())
         broker = start_broker(notes) if gpu.get("ptxas_broker") else None
     notes.append(install_filter())
     if broker is not None:
-        from .sandbox_ptxas import install_client
+        from .ptxas import install_client
         notes.append(install_client(broker))
     problems = isolation_problems(spec) if spec.get("strict") else []
     with open("isolation.json", "w") as f:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from kernelfoundry.evaluate.sandbox_devices import gpu_paths, gpu_spec, libcuda_dirs
+from kernelfoundry.sandbox.devices import gpu_paths, gpu_spec, libcuda_dirs
 
 LDCONFIG = """\t1234 libs found in cache `/etc/ld.so.cache'
 \tlibcuda.so.1 (libc6,x86-64) => /opt/nvidia/lib64/libcuda.so.1
