@@ -57,7 +57,7 @@ class SandboxLimits:
 
     wall_s: float = 60.0                   # wall-clock seconds
     cpu_s: float | None = None             # CPU seconds (RLIMIT_CPU); default: wall_s
-    rss_bytes: int = 4 * GiB               # real memory, summed over the session (watchdog)
+    rss_bytes: int = 4 * GiB               # real memory (PSS past VmRSS), summed over the session (watchdog)
     address_space_bytes: int = 16 * GiB    # RLIMIT_AS: virtual memory, a coarse backstop
     max_threads: int = 64                  # RLIMIT_NPROC for the sandbox uid + watchdog
     file_bytes: int = 64 * MiB             # RLIMIT_FSIZE: largest file the child may write
@@ -231,6 +231,24 @@ def _status_numbers(pid: int) -> tuple[int, int, int | None]:
     except (OSError, ValueError, IndexError):
         pass
     return rss, threads, uid
+
+
+def _proportional_bytes(pid: int) -> int | None:
+    """Physical memory of *pid* (PSS: each page divided by the number of mappings of it), or None.
+
+    VmRSS counts a page once per mapping: the trace's tiled inputs (:mod:`..evaluate.tiled`) map
+    one small tile thousands of times, so an honest kernel reading a multi-GB input that holds a
+    few MB of real memory shows GBs of RSS.  PSS counts that tile once, and counts every page the
+    process alone holds (private, or shared anonymous) in full, so nothing a child allocates
+    escapes it."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _sandbox_pids(session: int, uid: int | None) -> list[int]:
@@ -521,15 +539,20 @@ def _watch(child: _Child, limits: SandboxLimits, output_fd: int, uid: int | None
     """Poll until the child ends; SIGKILL its session on the first limit it breaks."""
     killed_by, reason, peak = None, "", 0
     next_scan = start
+    session_pids = [child.pid]
     while not child.wait(limits.poll_s):
         now = time.monotonic()
         rss, threads, _ = _status_numbers(child.pid)
         if now >= next_scan:                           # other processes of the session, if any
             next_scan = now + 0.25
-            for pid in _sandbox_pids(child.pid, uid):
-                if pid != child.pid:
-                    extra_rss, extra_threads, _ = _status_numbers(pid)
-                    rss, threads = rss + extra_rss, threads + extra_threads
+            session_pids = [child.pid] + [pid for pid in _sandbox_pids(child.pid, uid) if pid != child.pid]
+            for pid in session_pids[1:]:
+                extra_rss, extra_threads, _ = _status_numbers(pid)
+                rss, threads = rss + extra_rss, threads + extra_threads
+        if rss > limits.rss_bytes:                     # RSS over-counts pages mapped many times: PSS decides
+            pss = [_proportional_bytes(pid) for pid in session_pids]
+            if all(b is not None for b in pss):
+                rss = sum(pss)
         peak = max(peak, rss)
         if killed_by:
             _kill_all(child.pid, uid)

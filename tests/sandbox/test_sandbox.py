@@ -41,6 +41,24 @@ def main():
         keep = []
         while True:
             keep.append(torch.ones(25_000_000))
+    elif do == "tiles":                # one 32 MB memfd tile mapped 64 times (2 GB), every page read
+        import mmap
+        fd = os.memfd_create("tile")
+        os.ftruncate(fd, 32 << 20)
+        maps = [mmap.mmap(fd, 32 << 20, flags=mmap.MAP_SHARED) for _ in range(64)]
+        total = 0
+        for m in maps:
+            for off in range(0, 32 << 20, 4096):
+                total += m[off]
+        time.sleep(0.5)                # a few watchdog polls with every page mapped
+        json.dump({"mapped": len(maps), "total": total}, open(out, "w"))
+    elif do == "shared_memory":        # shared anonymous memory, written: real memory all the same
+        import mmap
+        keep = []
+        while True:
+            m = mmap.mmap(-1, 64 << 20, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
+            m.write(b"x" * (64 << 20))
+            keep.append(m)
     elif do == "print":
         while True:
             print("x" * 10000)
@@ -162,6 +180,19 @@ def test_memory_bomb_is_killed(probe):
     assert not out.ok and out.killed_by == "memory", out
     assert out.reason == "killed: memory over 512 MB"
     assert out.peak_rss_bytes > 400 << 20
+
+
+def test_a_tile_mapped_many_times_counts_once(probe):
+    """2 GB of mappings of one 32 MB tile (the trace's tiled inputs) is 32 MB of memory: not killed at 512 MB,
+    though VmRSS shows every mapping."""
+    out = run_sandboxed(probe, {"do": "tiles"}, SandboxLimits(wall_s=60.0, rss_bytes=512 << 20))
+    assert out.ok, out.reason
+    assert out.result == {"mapped": 64, "total": 0}
+
+
+def test_shared_anonymous_memory_is_counted(probe):
+    out = run_sandboxed(probe, {"do": "shared_memory"}, SandboxLimits(wall_s=30.0, rss_bytes=512 << 20))
+    assert not out.ok and out.killed_by == "memory", out
 
 
 def test_huge_output_is_capped(probe):
