@@ -231,6 +231,8 @@ def write_report(out: Path, rows: list[dict[str, Any]], *, suite: str, budget: i
         "## Compile pass rate per hardware (candidates whose best configs compile with Triton for that GPU, "
         "of those that reached the compile gate; summed over seeds)", "",
         *compiled, "",
+        "## Verifier seconds per gate (every candidate of every run that reached the gate)", "",
+        *_gate_seconds_table(rows), "",
         *(["## Runs left out", "", *[f"- {r}" for r in left_out], ""] if left_out else []),
         "## Curves", "", *[f"![{p.stem}]({p.name})" for p in plots], ""])
     (out / "report.md").write_text(text)
@@ -328,6 +330,29 @@ def _compile_table(rows: list[dict[str, Any]], methods: list[str]) -> list[str]:
     total = hits + misses
     table += ["", f"Compile cache: {hits} of {total} compiles answered from the cache "
                   f"({100 * hits / total:.1f}%)." if total else "Compile cache: no compiles."]
+    return table
+
+
+def _gate_seconds_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Markdown table gate -> candidates, median, p90 and total seconds, pooled over the runs' stores."""
+    from .search.rundir import STORE_NAME
+    from .search.stats import RunStats
+    from .store import RunStore
+    pooled = RunStats()
+    for r in rows:
+        path = Path(str(r.get("run_dir") or "")) / STORE_NAME
+        if not path.is_file():
+            continue
+        with RunStore(path, create=False) as store:
+            for cand in store.iter_candidates(columns="id, gates"):
+                pooled.note(cid=cand.id, passed=False, gate=None, objective=None, mutator="", usage=None,
+                            gates=cand.gates)
+    summary = pooled.gate_seconds_summary()
+    if not summary:
+        return ["No verified candidates."]
+    table = ["| gate | candidates | median s | p90 s | total s |", "|---|---:|---:|---:|---:|"]
+    table += [f"| {name} | {v['n']} | {v['median']:.2f} | {v['p90']:.2f} | {v['total']:.0f} |"
+              for name, v in summary.items()]
     return table
 
 

@@ -211,6 +211,9 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
         ("hardware", ", ".join(summary["hardware"])),
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
     ]
+    if summary.get("gate_seconds"):            # where the verifier's time went
+        from .search.stats import format_gate_seconds
+        rows.append(("verifier s (median/p90)", format_gate_seconds(summary["gate_seconds"])))
     for name, band in ((summary.get("model_error") or {}).get("hardware") or {}).items():
         if band.get("note"):             # every objective is a prediction: say how far it can be trusted
             rows.append((f"model ({name})", band["note"]))

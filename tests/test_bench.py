@@ -36,6 +36,8 @@ def test_tiny_suite_all_methods_end_to_end(tmp_path, ray_local, monkeypatch, cap
     assert "| relu | 1 |" in report and "fast_1.5" in report and "## QD-score per task" in report
     assert "| map-elites | " in report.split("speed-of-light per hardware")[1]
     assert "## Compile pass rate per hardware" in report and "Compile cache:" in report
+    gate_table = report.split("## Verifier seconds per gate")[1]
+    assert "| correctness | " in gate_table and "| trace | " in gate_table    # seconds pooled over the runs
     assert (out / "best_objective.png").stat().st_size > 0 and (out / "qd_score.png").stat().st_size > 0
     # a second invocation with the same --out resumes: finished runs are not re-evaluated
     assert bench_main([str(suite), "--methods", "greedy", "--seeds", "0", "--workers", "1",

@@ -323,8 +323,11 @@ class SearchDriver:
         if passed and descriptors and objective is not None:
             cell = list(self.archive.cell_of(descriptors))
             status = self.archive.add(row["id"], row["source"], objective, descriptors)
+        gates = verdict.get("gates", [])
+        if verdict.get("cached"):               # another run's verification: its seconds were not spent here
+            gates = [{**g, "cached": True} for g in gates]
         row.update(passed=passed, gate=verdict.get("gate"), reason=verdict.get("reason", ""),
-                   gates=verdict.get("gates", []), param_space=verdict.get("param_space"),
+                   gates=gates, param_space=verdict.get("param_space"),
                    descriptors=descriptors, cell=cell, objective=objective,
                    hardware=verdict.get("hardware", {}), archive_status=status,
                    verify_seconds=float(verdict.get("seconds", 0.0)))
@@ -343,7 +346,7 @@ class SearchDriver:
             self.routing.observe(job, proposal, row)
         cid = self.store.add_candidate(row, llm_log)
         self.stats.note(cid=cid, passed=row["passed"], gate=row["gate"], objective=objective,
-                        mutator=row["mutator"], usage=(proposal or {}).get("usage"))
+                        mutator=row["mutator"], usage=(proposal or {}).get("usage"), gates=row.get("gates"))
         foreign = is_memory_seed(job)      # a failed memory seed is another task's kernel: not repairable
         self.state.note(cid, row["passed"], objective, None if foreign else row["gate"])
         if row["source"] and (row["passed"] or (row["gate"] in ("correctness", "trace", "load") and not foreign)):

@@ -35,10 +35,16 @@ class RunStats:
     workers_replaced: int = 0
     wall_seconds_before: float = 0.0     # from earlier sessions of a resumed run
     started: float = field(default_factory=time.time)
+    gate_seconds: dict[str, list[float]] = field(default_factory=dict)   # gate -> seconds, per verified candidate
 
     def note(self, *, cid: int, passed: bool, gate: str | None, objective: float | None, mutator: str,
-             usage: dict[str, Any] | None) -> None:
+             usage: dict[str, Any] | None, gates: list[dict[str, Any]] | None = None) -> None:
         self.n_candidates += 1
+        for g in gates or ():
+            seconds = g.get("seconds") if isinstance(g, dict) else None
+            if isinstance(seconds, (int, float)) and math.isfinite(seconds) and g.get("name") \
+                    and not g.get("cached"):
+                self.gate_seconds.setdefault(str(g["name"]), []).append(float(seconds))
         self.mutators[mutator.split(":")[0]] += 1
         if passed:
             self.n_correct += 1
@@ -60,9 +66,9 @@ class RunStats:
     def from_store(cls, store: RunStore) -> "RunStats":
         stats = cls()
         for row in store.iter_candidates(columns="id, passed, gate, objective, mutator, llm_calls, "
-                                                 "prompt_tokens, completion_tokens, cost_usd"):
+                                                 "prompt_tokens, completion_tokens, cost_usd, gates"):
             stats.note(cid=row.id, passed=row.passed, gate=row.gate, objective=row.objective,
-                       mutator=row.mutator,
+                       mutator=row.mutator, gates=row.gates,
                        usage={"calls": row.llm_calls, "prompt_tokens": row.prompt_tokens,
                               "completion_tokens": row.completion_tokens, "cost_usd": row.cost_usd})
         # LLM calls not attached to a stored candidate (duplicates, prompt evolution).
@@ -105,11 +111,34 @@ class RunStats:
                     "completion_tokens": self.completion_tokens, "cost_usd": round(self.cost_usd, 6),
                     "seconds": round(self.llm_seconds, 3)},
             "wall_seconds": round(self.wall_seconds, 3),
+            "gate_seconds": self.gate_seconds_summary(),
             "hardware": list(hardware),
         }
         if extra:
             out.update(extra)
         return out
+
+
+    def gate_seconds_summary(self) -> dict[str, dict[str, float]]:
+        """Per verifier gate: candidates that reached it, median, 90th percentile and total seconds."""
+        return {name: {"n": len(v), "median": round(percentile(v, 0.5), 3), "p90": round(percentile(v, 0.9), 3),
+                       "total": round(sum(v), 3)}
+                for name, v in sorted(self.gate_seconds.items()) if v}
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The *q* quantile of *values* (linear interpolation between the closest ranks)."""
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def format_gate_seconds(summary: dict[str, dict[str, float]]) -> str:
+    """One line: median / p90 seconds per gate, in the verifier's order."""
+    order = ("hack", "load", "correctness", "trace", "model", "compile", "confirm")
+    names = [n for n in order if n in summary] + [n for n in summary if n not in order]
+    return ", ".join(f"{n} {summary[n]['median']:.2f}/{summary[n]['p90']:.2f}" for n in names)
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
