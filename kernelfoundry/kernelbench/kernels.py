@@ -9,13 +9,19 @@ from __future__ import annotations
 
 
 def _split(var: str, prefix: str, sizes: list[str], out: str) -> list[str]:
-    """Lines decomposing the flat index *var* into coordinates ``{out}{d}`` over *sizes*."""
+    """Lines decomposing the flat index *var* into coordinates ``{out}{d}`` over *sizes*.
+
+    Every name is assigned once, and the innermost split reads ``{out}{last} = var % n`` and
+    ``outer = var // n``: the form the built-in operators recognise (``tile_columns``)."""
     if not sizes:
         return []
-    lines = [f"    {prefix}r = {var}"]
+    if len(sizes) == 1:
+        return [f"    {out}0 = {var}"]
+    lines, rest = [], var
     for d in range(len(sizes) - 1, 0, -1):
-        lines += [f"    {out}{d} = {prefix}r % {sizes[d]}", f"    {prefix}r = {prefix}r // {sizes[d]}"]
-    lines.append(f"    {out}0 = {prefix}r")
+        outer = f"{out}0" if d == 1 else f"{prefix}r{d}"
+        lines += [f"    {out}{d} = {rest} % {sizes[d]}", f"    {outer} = {rest} // {sizes[d]}"]
+        rest = outer
     return lines
 
 

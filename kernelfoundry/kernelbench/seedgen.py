@@ -351,7 +351,8 @@ class _Gen:
             self.body.append(f"{var} = torch.empty({shape}, device=DEV, dtype=torch.{dtype})")
             args = [x for view in views for x in [view] + [f"{view}.stride({d})" for d in range(n_dims)]]
             args += [var, n_red] + [f"{first}.shape[{d}]" for d in range(n_dims)] + body.consts
-            self.body.append(f"{name}{suffix}[({var}.numel(),)]({', '.join(args)}, BLOCK_R=BLOCK_R, "
+            grid = " * ".join(f"{first}.shape[{d}]" for d in range(len(kept))) or "1"   # a product: tile_columns
+            self.body.append(f"{name}{suffix}[({grid},)]({', '.join(args)}, BLOCK_R=BLOCK_R, "
                              "num_warps=num_warps)")
             outs.append({"kind": "tensor", "var": var, "rank": len(node["shape"] or kept), "contig": True,
                          "dtype": dtype, "input": False})

@@ -321,22 +321,25 @@ def _single_definitions(fn: ast.FunctionDef) -> dict[str, ast.expr]:
 
 
 def _occurrences(expr: ast.expr, index: set[str], defs: dict[str, ast.expr], scaled: bool = False,
-                 depth: int = 0) -> set[tuple[str, bool]]:
-    """('index' | 'vector', scaled) for each way *expr* depends on the index or a tl.arange."""
+                 depth: int = 0, unit: str | None = None) -> set[tuple[str, bool]]:
+    """('index' | 'vector', scaled) for each way *expr* depends on the index or a tl.arange.
+    A product with the argument *unit* (a stride the caller passes, possibly 1) does not scale."""
     if depth > 12:
         return set()
     if isinstance(expr, ast.Name):
         if expr.id in index:
             return {("index", scaled)}
         if expr.id in defs:
-            return _occurrences(defs[expr.id], index, defs, scaled, depth + 1)
+            return _occurrences(defs[expr.id], index, defs, scaled, depth + 1, unit)
         return set()
     if isinstance(expr, ast.Call) and _call_name(expr) == "arange":
         return {("vector", scaled)}
     out: set[tuple[str, bool]] = set()
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
         for side, other in ((expr.left, expr.right), (expr.right, expr.left)):
-            out |= _occurrences(side, index, defs, scaled or not isinstance(other, ast.Constant), depth + 1)
+            by_unit = isinstance(other, ast.Name) and other.id == unit
+            out |= _occurrences(side, index, defs, scaled or not (isinstance(other, ast.Constant) or by_unit),
+                                depth + 1, unit)
         return out
     if isinstance(expr, ast.Call):
         through = _call_name(expr) in _PASS_THROUGH or (isinstance(expr.func, ast.Attribute)
@@ -345,23 +348,26 @@ def _occurrences(expr: ast.expr, index: set[str], defs: dict[str, ast.expr], sca
         if through and isinstance(expr.func, ast.Attribute) and expr.func.attr == "to":
             parts = [expr.func.value]
         for p in parts:
-            out |= _occurrences(p, index, defs, scaled or not through, depth + 1)
+            out |= _occurrences(p, index, defs, scaled or not through, depth + 1, unit)
         return out
     nonlinear = isinstance(expr, ast.BinOp) and not isinstance(expr.op, (ast.Add, ast.Sub))
     for child in ast.iter_child_nodes(expr):
         if isinstance(child, ast.expr):
-            out |= _occurrences(child, index, defs, scaled or nonlinear, depth + 1)
+            out |= _occurrences(child, index, defs, scaled or nonlinear, depth + 1, unit)
     return out
 
 
 def _has_strided_access(fn: ast.FunctionDef, index: set[str]) -> bool:
-    """Some load/store adds the index unscaled and multiplies the vector offsets by a stride."""
+    """Some load/store adds the index unscaled, or times a stride argument (a generated kernel takes every
+    stride as an argument: 1 for the contiguous axis), and multiplies the vector offsets by a stride."""
     defs = _single_definitions(fn)
+    units = [None] + [a.arg for a in fn.args.args if not is_constexpr_arg(a)]
     for node in ast.walk(fn):
         if is_call_to(node, "load", "store") and (node.args or node.keywords):
-            occ = _occurrences(_arg(node, 0, "pointer"), index, defs)
-            if ("index", False) in occ and ("vector", True) in occ and ("vector", False) not in occ:
-                return True
+            for unit in units:
+                occ = _occurrences(_arg(node, 0, "pointer"), index, defs, unit=unit)
+                if ("index", False) in occ and ("vector", True) in occ and ("vector", False) not in occ:
+                    return True
     return False
 
 

@@ -215,3 +215,17 @@ def test_export_format_kernelbench_refuses_runs_of_task_files(tmp_path, capsys):
                                                                           "num_stages": 1})
     assert export.main([str(run_dir), "--format", "kernelbench", "--out", str(tmp_path / "o")]) == 2
     assert "was not imported from a KernelBench problem file" in capsys.readouterr().err
+
+
+def test_tile_columns_applies_to_a_generated_middle_dim_reduction(tasks):
+    """The built-in operators reach imported problems as they reach the suite's tasks: a mean over the middle
+    dim gets 2-D column tiles (coalesced loads), and stays correct."""
+    from kernelfoundry.evaluate.inprocess import check_trusted
+    from tests.mutate.test_builtin_run import apply
+    task = tasks["4_Mean_Middle_Dim"]
+    seed = task.seeds[0].read_text()
+    assert "j1 = pid % kd1" in seed and "j0 = pid // kd1" in seed           # the form tile_columns reads
+    tiled = apply("tile_columns", seed)
+    assert "tl.zeros([BLOCK_R, BLOCK_C]" in tiled and "triton.cdiv(reduce_1_in0.shape[1], BLOCK_C)" in tiled
+    gate = check_trusted(tiled, task, profiles=("normal", "large"))
+    assert gate.passed, gate.reason
