@@ -204,7 +204,9 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
                                                      f"{summary['best_candidate_id']})"),
         ("elites / coverage", f"{summary['num_elites']} / {summary['coverage']:.1%}"),
         ("QD-score", f"{summary['qd_score']:.3f}"),
-        ("gate failures", ", ".join(f"{k} {v}" for k, v in summary["gate_failures"].items()) or "none"),
+        ("gate failures", (", ".join(f"{k} {v}" for k, v in summary["gate_failures"].items()) or "none")
+         + (f"; {summary['inconclusive']} inconclusive (the verifier's own memory or time limit: not charged "
+            "to the kernel or its operator)" if summary.get("inconclusive") else "")),
         ("LLM", f"{summary['llm']['calls']} calls, {summary['llm']['prompt_tokens']}+"
                 f"{summary['llm']['completion_tokens']} tokens, ${summary['llm']['cost_usd']:.4f}, "
                 f"{summary['llm'].get('seconds', 0.0):.0f} s"),

@@ -115,7 +115,9 @@ def format_text(result: VerifyResult, *, task_name: str, kernel: str, notes: dic
                      f"{100 * score.sol_fraction:5.1f}%   best {params}")
         if notes and notes.get(name):
             lines.append(f"  {'':<14} {notes[name]}")
-    status = "PASSED" if result.passed else f"FAILED at gate '{result.gate}'"
+    status = "PASSED" if result.passed else \
+        (f"INCONCLUSIVE at gate '{result.gate}' (the verifier's own limit)" if result.inconclusive
+         else f"FAILED at gate '{result.gate}'")
     lines.append(f"{status} in {result.seconds:.2f} s")
     return "\n".join(lines)
 
@@ -123,6 +125,7 @@ def format_text(result: VerifyResult, *, task_name: str, kernel: str, notes: dic
 def to_json(result: VerifyResult, *, task_name: str, kernel: str, with_traces: bool,
             notes: dict[str, str] | None = None) -> dict[str, Any]:
     out = result.to_dict(with_traces=with_traces)
+    out["inconclusive"] = result.inconclusive
     out["task"], out["kernel"] = task_name, kernel
     for name, note in (notes or {}).items():
         if name in out["hardware"]:

@@ -30,13 +30,14 @@ from ..sandbox.channel import DATA_FILE, BlobReader
 from .correctness import Judge, MalformedReport, plan_runs
 from .hack import hack_gate
 from .job import child_task
-from .records import ConfigTrace, GateResult, VerifyResult
+from .records import INCONCLUSIVE, ConfigTrace, GateResult, VerifyResult
 from ..sandbox import GiB, SandboxIsolationError, SandboxLimits, SandboxOutcome, run_sandboxed
 from .trace_cache import code_context
 from .trace_counts import MalformedTrace, build_config_trace
 
 CHILD_MODULE = "kernelfoundry.evaluate.child"
 CHILD_GATES = ("load", "correctness", "trace")
+TRACE_TIMEOUT = "tracing did not finish within"          # the trace child's time-limit message
 DEFAULT_TIMEOUT_S = 120.0
 _TAIL_IN_REASON = 800
 
@@ -151,8 +152,11 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
     if traced is not None:
         load, report = read_job(traced, "trace")
         if not load[-1].passed:                # it loaded for the checks: a failure now belongs to a later gate
-            gates.append(GateResult(name="trace", passed=False, reason=load[-1].reason, seconds=load[-1].seconds,
-                                    details=load[-1].details))
+            details, reason = dict(load[-1].details), load[-1].reason
+            if traced.killed_by in ("memory", "wall"):      # the trace's own cost, at the target shapes
+                details["inconclusive"], reason = True, f"{INCONCLUSIVE} ({reason})"
+            gates.append(GateResult(name="trace", passed=False, reason=reason, seconds=load[-1].seconds,
+                                    details=details))
             return stop()
         gate, traces = judge_trace(report["trace"], traced, to_trace, len(task.target_shapes))
     if context and gate.passed:
@@ -256,7 +260,11 @@ def judge_trace(report: dict[str, Any], outcome: SandboxOutcome, configs: list[d
         return _malformed(outcome, f"trace: {exc}"), []
     seconds = outcome.wall_s
     if error is not None:
-        return GateResult(name="trace", passed=False, reason=str(error)[:2000], seconds=seconds), traces
+        reason = str(error)[:2000]
+        if reason.partition(": ")[2].startswith(TRACE_TIMEOUT):     # the child's own trace time limit
+            return GateResult(name="trace", passed=False, reason=f"{INCONCLUSIVE} ({reason})", seconds=seconds,
+                              details={"inconclusive": True}), traces
+        return GateResult(name="trace", passed=False, reason=reason, seconds=seconds), traces
     return GateResult(name="trace", passed=True, seconds=seconds,
                       details={"traces": len(traces), "seconds": [round(t.seconds, 3) for t in traces]}), traces
 

@@ -182,6 +182,11 @@ class VerifyResult:
                    traces=[ConfigTrace.from_dict(t) for t in data.get("traces", [])],
                    seconds=data.get("seconds", 0.0))
 
+    @property
+    def inconclusive(self) -> bool:
+        """The failing gate ran out of the verifier's own memory or time (see :func:`is_inconclusive`)."""
+        return is_inconclusive(self.to_dict())
+
     @classmethod
     def failed(cls, gate: str, reason: str, *, gates: list[GateResult] | None = None,
                seconds: float = 0.0) -> "VerifyResult":
@@ -189,3 +194,17 @@ class VerifyResult:
         if not gates or gates[-1].name != gate:
             gates.append(GateResult(name=gate, passed=False, reason=reason))
         return cls(passed=False, gate=gate, reason=reason, gates=gates, seconds=seconds)
+
+
+#: The reason a verdict gives when the verifier's own limit, not the kernel, ended a gate.
+INCONCLUSIVE = "inconclusive: the verifier reached its own limit, no fault was found in the kernel"
+
+
+def is_inconclusive(verdict: dict[str, Any]) -> bool:
+    """A failed verdict (``VerifyResult.to_dict()``) whose failing gate is marked inconclusive: the trace
+    job ran out of the sandbox's memory or time at the target shapes.  The kernel is neither admitted
+    nor counted as wrong: the search does not charge its operator, prompt or parent for it."""
+    if verdict.get("passed"):
+        return False
+    failed = next((g for g in verdict.get("gates") or [] if isinstance(g, dict) and not g.get("passed")), None)
+    return bool(failed and (failed.get("details") or {}).get("inconclusive"))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import UserError
+from ..evaluate.records import is_inconclusive
 from ..memory.run_memory import is_memory_seed
 from ..mutate.base import ParentView
 from ..store import RunStore
@@ -348,10 +349,16 @@ class SearchDriver:
         self.stats.note(cid=cid, passed=row["passed"], gate=row["gate"], objective=objective,
                         mutator=row["mutator"], usage=(proposal or {}).get("usage"), gates=row.get("gates"))
         foreign = is_memory_seed(job)      # a failed memory seed is another task's kernel: not repairable
-        self.state.note(cid, row["passed"], objective, None if foreign else row["gate"])
-        if row["source"] and (row["passed"] or (row["gate"] in ("correctness", "trace", "load") and not foreign)):
+        # the verifier's own limit ended it: no fault to repair, nothing to charge the operator or prompt with
+        unjudged = is_inconclusive({"passed": row["passed"], "gates": row.get("gates") or []})
+        self.state.note(cid, row["passed"], objective, None if foreign or unjudged else row["gate"])
+        if row["source"] and not unjudged and (row["passed"] or (row["gate"] in ("correctness", "trace", "load")
+                                                                 and not foreign)):
             self.views[cid] = self._view(cid, row["source"], row["passed"], row["gate"], row["reason"],
                                          objective, row.get("descriptors"), row.get("hardware"), row.get("cell"))
+        if unjudged:
+            self.log(f"  candidate {cid}: {row['reason'][:200]}")
+            return cid
         if self.memory is not None:
             self.memory.record(job, row)
         if self.prompt_pool is not None and job.get("prompt"):

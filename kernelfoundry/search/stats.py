@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..evaluate.records import is_inconclusive
 from ..store import RunStore
 from .archive import KernelArchive
 
@@ -36,6 +37,7 @@ class RunStats:
     wall_seconds_before: float = 0.0     # from earlier sessions of a resumed run
     started: float = field(default_factory=time.time)
     gate_seconds: dict[str, list[float]] = field(default_factory=dict)   # gate -> seconds, per verified candidate
+    inconclusive: int = 0                # failed only for the verifier's own memory or time limit
 
     def note(self, *, cid: int, passed: bool, gate: str | None, objective: float | None, mutator: str,
              usage: dict[str, Any] | None, gates: list[dict[str, Any]] | None = None) -> None:
@@ -52,6 +54,7 @@ class RunStats:
                 self.best_objective, self.best_candidate_id = objective, cid
         elif gate:
             self.gate_failures[gate] += 1
+            self.inconclusive += is_inconclusive({"passed": passed, "gates": gates or []})
         self.add_usage(usage)
 
     def add_usage(self, usage: dict[str, Any] | None) -> None:
@@ -103,6 +106,7 @@ class RunStats:
             "coverage": archive.coverage,
             "qd_score": archive.qd_score,
             "gate_failures": dict(sorted(self.gate_failures.items())),
+            "inconclusive": self.inconclusive,
             "mutators": dict(sorted(self.mutators.items())),
             "duplicates_skipped": self.duplicates,
             "verdicts_cached": self.verdicts_cached,

@@ -170,3 +170,34 @@ def test_seed_end_to_end():
     assert set(r.descriptors) == {"tiling", "memory_pattern"}
     again = verify(MATMUL, MATMUL_SEED, ["h100", "ascend910b2"])
     assert again.objective == r.objective and again.descriptors == r.descriptors
+
+
+def test_a_trace_killed_for_the_verifiers_own_memory_is_inconclusive(monkeypatch):
+    """The trace at the target shapes is the verifier's instrument: its memory or time running out says
+    nothing about the kernel. The verdict fails (nothing unverified is admitted) and says it is inconclusive."""
+    from kernelfoundry.evaluate.records import INCONCLUSIVE, is_inconclusive
+    real = pipeline.run_sandboxed
+
+    def trace_out_of_memory(module, payload, limits, **kw):
+        if payload["kind"] == "trace":
+            return SandboxOutcome(ok=False, result=None, reason="killed: memory over 4 GB", exit_code=None,
+                                  killed_by="memory", progress="trace")
+        return real(module, payload, limits, **kw)
+    monkeypatch.setattr(pipeline, "run_sandboxed", trace_out_of_memory)
+    r = verify(SOFTMAX, SOFTMAX_SEED, ["h100"], compile=False)
+    assert (r.passed, r.gate) == (False, "trace") and r.inconclusive and is_inconclusive(r.to_dict())
+    assert r.reason.startswith(INCONCLUSIVE) and "memory over 4 GB" in r.reason
+    assert [g.name for g in r.gates][-2:] == ["correctness", "trace"] and r.gates[-2].passed
+
+
+def test_the_trace_childs_own_time_limit_is_inconclusive_a_kernel_error_is_not():
+    from kernelfoundry.evaluate.records import INCONCLUSIVE
+    outcome = SandboxOutcome(ok=True, result={}, reason="", exit_code=0)
+    timed_out = {"traces": [], "error": "shape {x_0=4096}, config BLOCK_N=256: tracing did not finish within "
+                                        "48 s; even with sampled programs and loops the kernel runs too long"}
+    gate, _ = judge_trace(timed_out, outcome, [{"BLOCK_N": 256}], 1)
+    assert not gate.passed and gate.details.get("inconclusive") and gate.reason.startswith(INCONCLUSIVE)
+    raised = {"traces": [], "error": "shape {x_0=4096}, config BLOCK_N=256: launch raised ValueError: "
+                                     "tracing did not finish within 1 s"}          # the kernel's own words
+    gate, _ = judge_trace(raised, outcome, [{"BLOCK_N": 256}], 1)
+    assert not gate.passed and not gate.details.get("inconclusive") and not gate.reason.startswith(INCONCLUSIVE)

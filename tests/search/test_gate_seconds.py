@@ -29,3 +29,14 @@ def test_gate_seconds_median_p90_per_gate_skip_missing_and_bad_values():
     line = format_gate_seconds(summary)
     assert line.index("hack") < line.index("correctness") < line.index("trace")
     assert "correctness 4.50/8.10" in line
+
+
+def test_inconclusive_verdicts_are_counted_apart():
+    from kernelfoundry.evaluate.records import INCONCLUSIVE
+    stats = RunStats()
+    stats.note(cid=0, passed=False, gate="trace", objective=None, mutator="builtin:whole_row", usage=None,
+               gates=[{"name": "correctness", "passed": True},
+                      {"name": "trace", "passed": False, "reason": INCONCLUSIVE, "details": {"inconclusive": True}}])
+    stats.note(cid=1, passed=False, gate="trace", objective=None, mutator="builtin:whole_row", usage=None,
+               gates=[{"name": "trace", "passed": False, "reason": "launch raised"}])
+    assert stats.inconclusive == 1 and stats.gate_failures["trace"] == 2
