@@ -52,6 +52,25 @@ def cacheable(result: dict[str, Any]) -> bool:
                                               "killed", "memory"))
 
 
+def _retry_while_locked(step, seconds: float = 60.0) -> None:
+    """Run *step*, retrying while SQLite reports the database locked.
+
+    Switching to WAL needs an exclusive lock and SQLite answers "database is locked"
+    at once, without its busy handler, when workers open one new cache together.
+    """
+    deadline = time.monotonic() + seconds
+    delay = 0.01
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+
 class VerdictCache:
     """``get``/``put`` verifier results (``VerifyResult.to_dict()``) by context and source."""
 
@@ -60,9 +79,9 @@ class VerdictCache:
         self.context = context
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
-        self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA busy_timeout=30000")
-        self.conn.executescript(_SCHEMA)
+        _retry_while_locked(lambda: self.conn.execute("PRAGMA journal_mode=WAL"))
+        _retry_while_locked(lambda: self.conn.executescript(_SCHEMA))
 
     def _key(self, source: str) -> str:
         return f"{self.context}:{source_hash(source)}"

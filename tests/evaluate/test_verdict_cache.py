@@ -70,3 +70,21 @@ def test_a_second_worker_reads_the_first_workers_verdict(tmp_path):
                          verdict_cache=path)
     again = other.verify(source)
     assert "cached" not in again and again["passed"]
+
+
+def _open_and_put(path: str, i: int) -> int:
+    cache = VerdictCache(path, "ctx")
+    cache.put(f"src{i}", {"passed": True, "gate": "model"})
+    cache.close()
+    return i
+
+
+def test_workers_opening_one_new_cache_together_do_not_fail(tmp_path):
+    """Switching a new file to WAL takes an exclusive lock; concurrent openers retry."""
+    import multiprocessing as mp
+    path = str(tmp_path / "shared.sqlite")
+    with mp.get_context("spawn").Pool(8) as pool:
+        for round_ in range(3):
+            target = f"{path}.{round_}"
+            assert sorted(pool.starmap(_open_and_put, [(target, i) for i in range(16)])) == list(range(16))
+            assert len(VerdictCache(target, "ctx")) == 16
