@@ -8,6 +8,7 @@ change with the shape) and which are constants.  Runs inside the import sandbox.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -35,6 +36,18 @@ def decompositions() -> dict:
     for keep in ("sigmoid", "where", "_to_copy"):          # pointwise already: keep them whole
         for overload in getattr(torch.ops.aten, keep).overloads():
             table.pop(getattr(getattr(torch.ops.aten, keep), overload), None)
+    # SDPA stays one node (seed_attention's flash kernel): on CPU make_fx records the flash op
+    for name in ("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention",
+                 "_scaled_dot_product_efficient_attention"):
+        packet = getattr(torch.ops.aten, name, None)
+        for overload in packet.overloads() if packet is not None else ():
+            table.pop(getattr(packet, overload), None)
+
+    def safe_softmax(x, dim, dtype=None):       # SDPA's math path (3D, Ev != E): no any/all reduction
+        out = torch.softmax(x, dim=dim, dtype=dtype)
+        return torch.where(torch.amax(x, dim, keepdim=True) == float("-inf"), 0.0, out)
+    for overload in torch.ops.aten._safe_softmax.overloads():
+        table[getattr(torch.ops.aten._safe_softmax, overload)] = safe_softmax
     return table
 
 
@@ -72,9 +85,29 @@ def trace(reference, inputs: list[torch.Tensor]) -> list[dict[str, Any]]:
             nodes.append({"op": str(node.target), "args": _arg(list(node.args), index),
                           "kwargs": {k: _arg(v, index) for k, v in node.kwargs.items()},
                           "shape": shape, "dtype": dtype})
+        elif node.op == "get_attr":             # a tensor made inside forward: torch.tensor(0.5)
+            nodes.append(_constant(getattr(gm, node.target), str(node.target)))
         else:
             raise RuntimeError(f"unexpected graph node {node.op} {node.target}")
+        if isinstance(val, torch.Tensor) and nodes[-1]["op"] != "output":
+            nodes[-1]["stride"], nodes[-1]["offset"] = list(val.stride()), int(val.storage_offset())
     return nodes
+
+
+def _constant(value: Any, name: str) -> dict[str, Any]:
+    """A constant tensor of the traced graph as a node: one element becomes ``full(shape, value)``
+    (the seed embeds the number); a larger one a ``constant_tensor`` node the seed generator refuses."""
+    if not isinstance(value, torch.Tensor):
+        raise RuntimeError(f"unexpected graph constant {name} ({type(value).__name__})")
+    shape, dtype = list(value.shape), str(value.dtype).removeprefix("torch.")
+    if value.numel() == 1 and value.device.type != "meta":
+        item = value.reshape(()).item()
+        if isinstance(item, float) and not math.isfinite(item):
+            item = float(item)
+        return {"op": "aten.full.default", "args": [shape, item], "kwargs": {"dtype": {"dtype": dtype}},
+                "shape": shape, "dtype": dtype}
+    return {"op": "constant_tensor", "args": [], "name": name, "numel": int(value.numel()), "shape": shape,
+            "dtype": dtype}
 
 
 def capture(reference_src: str, inputs: list[dict[str, Any]], envs: list[dict[str, int]]):

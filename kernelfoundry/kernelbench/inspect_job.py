@@ -87,12 +87,106 @@ def _identifier(name: str, taken: set[str]) -> str:
     return out
 
 
+FLOATS = ("float32", "float16", "bfloat16", "float64")
+#: tensor methods and functions that keep their input's integer values (a cast, a view, a copy)
+_KEEPS = {"long", "int", "short", "to", "type", "clone", "contiguous", "view", "reshape", "expand", "unsqueeze",
+          "squeeze", "t", "permute", "transpose", "flatten", "detach", "repeat", "expand_as", "view_as",
+          "reshape_as", "cuda", "cpu", "__getitem__"}
+
+
+class _Ranges(torch.overrides.TorchFunctionMode):
+    """While ``get_inputs()`` runs (on the meta device), the integer value range ``(low, high)``
+    of each tensor it builds, read off the call that made it: ``torch.randint(lo, hi, ...)``,
+    ``randint_like``, ``randperm(n)``, ``arange``, ``zeros``/``ones``/``full``, ``torch.tensor``
+    of ints, and what casts, views, ``% c``, ``clamp`` and ``+ c`` make of them.  Bools need
+    none (the verifier draws fair coin flips)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ranges: dict[int, tuple[int, int]] = {}
+        self.keep: list[torch.Tensor] = []          # ids stay unique while the mode lives
+        self.made: dict[int, str] = {}              # tensor id -> the call that made it (for error messages)
+
+    def of(self, t: Any) -> tuple[int, int] | None:
+        return self.ranges.get(id(t)) if isinstance(t, torch.Tensor) else None
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if isinstance(out, torch.Tensor):
+            name = getattr(func, "__name__", str(func))
+            try:
+                rng = self._rule(name, args, kwargs)
+            except Exception:  # noqa: BLE001 - unusual arguments: no range
+                rng = None
+            self.keep.append(out)
+            self.made[id(out)] = name
+            if rng is not None and not out.dtype.is_floating_point and out.dtype != torch.bool:
+                self.ranges[id(out)] = rng
+        return out
+
+    def _rule(self, name: str, args: tuple, kw: dict) -> tuple[int, int] | None:
+        ints = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
+        if name == "randint":                 # randint(high, size) / randint(low, high, size)
+            lo, hi = (kw.get("low", 0), kw["high"]) if "high" in kw else (0, ints[0]) if len(ints) == 1 \
+                else (ints[0], ints[1])
+            return int(lo), int(hi)
+        if name == "randint_like":
+            rest = [a for a in args[1:] if isinstance(a, int)]
+            lo, hi = (0, rest[0]) if len(rest) == 1 else (rest[0], rest[1]) if rest else (kw.get("low", 0),
+                                                                                           kw["high"])
+            return int(lo), int(hi)
+        if name == "randperm":
+            return 0, int(args[0])
+        if name == "arange":
+            nums = [a for a in args if isinstance(a, (int, float))] or [kw.get("end")]
+            start, end = (0, nums[0]) if len(nums) == 1 else (nums[0], nums[1])
+            return (int(start), int(math.ceil(end))) if end > start else None
+        if name in ("zeros", "zeros_like"):
+            return 0, 1
+        if name in ("ones", "ones_like"):
+            return 1, 2
+        if name in ("full", "full_like"):
+            v = args[1] if len(args) > 1 else kw.get("fill_value")
+            return (int(v), int(v) + 1) if isinstance(v, (int, float)) else None
+        if name in ("tensor", "as_tensor", "LongTensor", "IntTensor"):
+            flat = torch.tensor(args[0], device="cpu").reshape(-1)
+            return (int(flat.min()), int(flat.max()) + 1) if flat.numel() else None
+        src = self.of(args[0]) if args else None
+        if src is None:
+            return None
+        if name in _KEEPS:
+            return src
+        other = args[1] if len(args) > 1 else None
+        if name in ("__mod__", "remainder", "fmod") and isinstance(other, int) and other > 0 and src[0] >= 0:
+            return 0, min(other, src[1])
+        if name in ("__add__", "__radd__", "add") and isinstance(other, int):
+            return src[0] + other, src[1] + other
+        if name in ("__sub__", "sub") and isinstance(other, int):
+            return src[0] - other, src[1] - other
+        if name in ("clamp", "clip"):
+            lo = args[1] if len(args) > 1 else kw.get("min")
+            hi = args[2] if len(args) > 2 else kw.get("max")
+            return (max(src[0], int(lo)) if lo is not None else src[0], min(src[1], int(hi) + 1) if hi is not None
+                    else src[1])
+        return None
+
+
+def _run_inputs(ns: dict[str, Any], seed: int, device: str) -> tuple[list[Any], list[Any], _Ranges]:
+    """get_inputs() on *device* with the value ranges of the tensors it returns (None where unknown)."""
+    recorder = _Ranges()
+    with torch.device(device), recorder:
+        torch.manual_seed(seed)
+        values = list(ns["get_inputs"]())
+    return values, [recorder.of(v) for v in values], recorder
+
+
 def describe(source: str, filename: str, seed: int) -> dict[str, Any]:
     ns = _load(source, filename)
     try:
+        forward_values, ranges, recorder = _run_inputs(ns, seed, "meta")
         with torch.device("meta"):
             torch.manual_seed(seed)
-            forward_values = list(ns["get_inputs"]())
             init_values = list(ns["get_init_inputs"]())
     except Exception as exc:  # noqa: BLE001
         raise Refused(f"get_inputs()/get_init_inputs() cannot run on the meta device ({_short(exc)}); "
@@ -105,10 +199,10 @@ def describe(source: str, filename: str, seed: int) -> dict[str, Any]:
         raise Refused(f"Model(*get_init_inputs()) cannot be built on the meta device ({_short(exc)})") from None
     taken: set[str] = set()
     inputs, call_args = [], []
-    for name, value in zip(_forward_names(ns["Model"], len(forward_values)), forward_values):
+    for name, value, rng in zip(_forward_names(ns["Model"], len(forward_values)), forward_values, ranges):
         if isinstance(value, torch.Tensor):
             inputs.append({"name": _identifier(name, taken), "shape": list(value.shape), "dtype": value.dtype,
-                           "role": "input"})
+                           "role": "input", "range": rng, "made_by": recorder.made.get(id(value), "?")})
             call_args.append({"input": inputs[-1]["name"], "name": inputs[-1]["name"]})
         else:
             call_args.append({"const": _plain(value, f"forward argument '{name}' from get_inputs()"),
@@ -126,45 +220,109 @@ def describe(source: str, filename: str, seed: int) -> dict[str, Any]:
             raise Refused(f"forward input '{s['name']}' is {'0-d' if not s['shape'] else 'empty'}; task inputs "
                           "have at least one non-empty dim")
         s["dtype"] = DTYPES[s["dtype"]]
-    symbols, symbolic = shrink.assign_symbols({s["name"]: s["shape"] for s in inputs})
-    sym_init = [shrink.symbolize(v, symbols) for v in init]
-    divisors = [c for v in sym_init for c in shrink.constants_in(v)]
-    for s in inputs:
-        s["target"], s["shape"] = s["shape"], symbolic[s["name"]]
-    reference = reference_source(source, inputs=inputs, symbols=symbols, init=sym_init, call_args=call_args)
-    out = {"inputs": inputs, "symbols": symbols, "init": sym_init, "call_args": call_args, "reference": reference}
-    try:
-        out["check"] = shrink.check_shapes(symbols, symbolic, divisors)
-        _validate(ns, source, filename, out, seed)
-    except Refused:
-        # a size constraint the constructor does not show (a group count fixed in forward): retry with
-        # check sizes that keep every power-of-two factor up to 256 of the target sizes
-        divisors += [2 ** k for k in range(1, 9)]
-        out["check"] = shrink.check_shapes(symbols, symbolic, divisors)
-        _validate(ns, source, filename, out, seed)
+        s["target"] = s["shape"]
+    # A dim of a parameter the Model fixes itself (a channel count written in its constructor) that
+    # equals another size by chance, or is merely large, first becomes a symbol; the check sizes show
+    # it does not follow them: retry with it literal (and, if dims of that size must agree, all of them)
+    literal: set[tuple[str, int]] = set()
+    fixed_values: set[int] = set()
+    widened = False
+    while True:
+        try:
+            out, divisors = _symbolic(ns, source, filename, seed, inputs, init, call_args, literal)
+            break
+        except _FixedDims as exc:
+            if exc.positions <= literal:
+                raise Refused(str(exc)) from None
+            literal |= exc.positions
+            fixed_values |= exc.values
+        except Refused:
+            if not fixed_values or widened:
+                raise
+            literal |= {(s["name"], d) for s in inputs for d, v in enumerate(s["target"]) if v in fixed_values}
+            widened = True
     from .graph import capture
     from .sizes import probe_env
-    probe = probe_env(symbols, out["check"][0], {s: shrink.ladder(v, divisors) for s, v in symbols.items()})
+    ladders, at_least = {}, out.pop("at_least")
+    for s, v in out["symbols"].items():
+        ladders[s] = shrink.ladder(v, divisors, at_least)
+        if out["check"][0][s] not in ladders[s]:         # check_shapes dropped divisibility (too large)
+            ladders[s] = shrink.ladder(v, [], at_least)
+    probe = probe_env(out["symbols"], out["check"][0], ladders)
     out["trace_envs"] = [out["check"][0], probe]
-    out["graphs"], out["graph_error"] = capture(reference, inputs, out["trace_envs"])
+    out["graphs"], out["graph_error"] = capture(out["reference"], inputs, out["trace_envs"])
+    for s in inputs:
+        s.pop("range", None)
+        s.pop("made_by", None)
     return out
 
 
-def _patched_inputs(source: str, filename: str, symbols: dict[str, int], env: dict[str, int], seed: int):
-    """get_inputs() run for real with module-level size globals set to the check sizes, or None."""
+class _Random(Refused):
+    """The reference's outputs change with the random seed (no other check size helps)."""
+
+
+class _FixedDims(Refused):
+    """Dims of Model parameters stayed at their target size at a check shape: constants of the Model."""
+
+    def __init__(self, message: str, positions: set[tuple[str, int]], values: set[int]):
+        super().__init__(message)
+        self.positions, self.values = positions, values
+
+
+def _symbolic(ns, source, filename, seed, inputs, init, call_args, literal):
+    """Size symbols (dims at *literal* positions kept), the reference, check shapes, validated."""
+    symbols, symbolic = shrink.assign_symbols({s["name"]: s["target"] for s in inputs}, literal)
+    sym_init = [shrink.symbolize(v, symbols) for v in init]
+    divisors = [c for v in sym_init for c in shrink.constants_in(v)]
+    for s in inputs:
+        s["shape"] = symbolic[s["name"]]
+        s.pop("low", None)
+        s.pop("high", None)
+    reference = reference_source(source, inputs=inputs, symbols=symbols, init=sym_init, call_args=call_args)
+    out = {"inputs": inputs, "symbols": symbols, "init": sym_init, "call_args": call_args, "reference": reference}
+    # first try: the constructor's small ints divide the sizes they divide; then, for a size
+    # constraint the constructor does not show (a group count fixed in forward), every power-of-two
+    # factor up to 256 of the target sizes; last, sizes of at least 48 (a wide dilated kernel)
+    tries = [(divisors, 2), (divisors + [2 ** k for k in range(1, 9)], 2), (divisors, 48)]
+    first = None
+    for divs, at_least in tries:
+        try:
+            out["check"] = shrink.check_shapes(symbols, symbolic, divs, at_least)
+            if at_least > 2 and first is not None and max(
+                    math.prod(env[d] if isinstance(d, str) else d for d in dims)
+                    for env in out["check"] for dims in symbolic.values()) > shrink.HARD_CAP:
+                break                                 # too large to run (a 3D volume of 48^3 and more)
+            _validate(ns, source, filename, out, seed)
+            out["at_least"] = at_least
+            return out, divs
+        except (_FixedDims, _Random):
+            raise
+        except Refused as exc:
+            first = first or exc
+    raise first
+
+
+def _patched_inputs(source: str, filename: str, symbols: dict[str, int], env: dict[str, int], seed: int,
+                    shapes: list[list[int]]):
+    """(values, value ranges) of get_inputs() run for real with module-level size globals set to the
+    check sizes, or None when it does not follow them.  It runs on the meta device first: only when
+    every tensor then has its check shape (*shapes*, small) does it run on CPU, so a problem whose
+    get_inputs() ignores the globals never allocates its full-size inputs here."""
     ns = _load(source, filename)
     by_value = {v: env[s] for s, v in symbols.items()}
-    changed = False
     for k, v in list(ns.items()):
         if type(v) is int and v in by_value and not k.startswith("__"):
-            ns[k], changed = by_value[v], True
-    if not changed:
-        return None
-    torch.manual_seed(seed)
+            ns[k] = by_value[v]
     try:
-        return list(ns["get_inputs"]())
+        meta, _, _ = _run_inputs(ns, seed, "meta")
+        tensors = [v for v in meta if isinstance(v, torch.Tensor)]
+        if len(tensors) != len(shapes) or any(list(t.shape) != want for t, want in zip(tensors, shapes)):
+            return None
+        values, ranges, _ = _run_inputs(ns, seed, "cpu")
     except Exception:  # noqa: BLE001
         return None
+    keep = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor)]
+    return [values[i] for i in keep], [ranges[i] for i in keep]
 
 
 def _validate(ns: dict[str, Any], source: str, filename: str, desc: dict[str, Any], seed: int) -> None:
@@ -183,40 +341,51 @@ def _validate(ns: dict[str, Any], source: str, filename: str, desc: dict[str, An
             raise Refused(f"Model cannot be built at check shape {env} with constructor arguments {init} "
                           f"({_short(exc)}); its sizes do not follow the input shapes") from None
         state = dict(model.named_parameters()) | dict(model.named_buffers())
-        given = _patched_inputs(source, filename, desc["symbols"], env, seed)
+        shapes = [[env[d] if isinstance(d, str) else d for d in s["shape"]] for s in tensor_inputs]
+        given = _patched_inputs(source, filename, desc["symbols"], env, seed, shapes)
         values = []
-        for i, s in enumerate(tensor_inputs):
-            shape = [env[d] if isinstance(d, str) else d for d in s["shape"]]
-            g = given[i] if given is not None and i < len(given) else None
-            if isinstance(g, torch.Tensor) and list(g.shape) == shape:
+        for i, (s, shape) in enumerate(zip(tensor_inputs, shapes)):
+            g, g_range = (given[0][i], given[1][i]) if given is not None else (None, None)
+            if k == 0 and s["dtype"] not in FLOATS and s["dtype"] != "bool":
+                _value_range(s, desc["symbols"], env, g, g_range)
+            if g is not None:
                 values.append(g)
-            elif s["dtype"] in ("float32", "float16", "bfloat16", "float64"):
+            elif s["dtype"] in FLOATS:
                 values.append(torch.randn(shape).to(getattr(torch, s["dtype"])))
+            elif s["dtype"] == "bool":
+                values.append(torch.rand(shape) < 0.5)
             else:
-                raise Refused(f"integer input '{s['name']}': its value range cannot be read at a small size "
-                              "(get_inputs() does not follow module-level size variables)")
-            if s["dtype"] not in ("float32", "float16", "bfloat16", "float64") and k == 0:
-                lo, hi = int(values[-1].min()), int(values[-1].max()) + 1
-                if s["dtype"] != "bool":
-                    s["low"], s["high"] = lo, hi
-                    for sym, v in env.items():       # a range bounded by a size: randint(0, C)
-                        if hi <= v <= 2 * hi and desc["symbols"][sym] > v:
-                            s["high"] = sym
-                            break
+                high = env[s["high"]] if isinstance(s["high"], str) else s["high"]
+                values.append(torch.randint(s["low"], high, shape).to(getattr(torch, s["dtype"])))
         args = [values[[t["name"] for t in tensor_inputs].index(a["input"])] if "input" in a
                 else shrink.resolve(a["const"], env) for a in desc["call_args"]]
+        positions, fixed_values, message = set(), set(), None
         for s in inputs:
             if s["role"] != "input":
                 got = state.get(s["module_attr"])
                 got = got.reshape(1) if got is not None and s.get("scalar") else got
                 want = [env[d] if isinstance(d, str) else d for d in s["shape"]]
                 if got is None or list(got.shape) != want:
-                    raise Refused(f"at check shape {env}, Model's {s['module_attr']} has shape "
-                                  f"{None if got is None else list(got.shape)}, expected {want}: its sizes do not "
-                                  "follow the input shapes")
+                    message = message or (f"at check shape {env}, Model's {s['module_attr']} has shape "
+                                          f"{None if got is None else list(got.shape)}, expected {want}: its sizes "
+                                          "do not follow the input shapes")
+                    if got is None or got.dim() != len(want):
+                        raise Refused(message)
+                    fixed = {d for d, (g, w, t) in enumerate(zip(got.shape, want, s["target"])) if g != w and g == t}
+                    derived = [d for d, (g, w) in enumerate(zip(got.shape, want)) if g != w and d not in fixed]
+                    if any(isinstance(s["shape"][d], str) for d in derived):
+                        raise Refused(message)
+                    if derived:      # a literal dim that moved with the sizes (C // groups): fix those sizes
+                        values = {s["target"][d] for d, dim in enumerate(s["shape"]) if isinstance(dim, str)}
+                        positions |= {(t["name"], d) for t in inputs for d, v in enumerate(t["target"])
+                                      if v in values}
+                        fixed_values |= values
+                    positions |= {(s["name"], d) for d in fixed}
+                    fixed_values |= {s["target"][d] for d in fixed}
+        if message:                                   # only dims that kept their target size: Model constants
+            raise _FixedDims(message, positions, fixed_values)
         for s in inputs:                              # integer state (a counter): its own values' range
-            if s["role"] != "input" and s["dtype"] not in ("float32", "float16", "bfloat16", "float64", "bool") \
-                    and k == 0:
+            if s["role"] != "input" and s["dtype"] not in FLOATS and s["dtype"] != "bool" and k == 0:
                 t = state[s["module_attr"]]
                 s["low"], s["high"] = int(t.min()), int(t.max()) + 1
         explicit = [values[tensor_inputs.index(s)] if s["role"] == "input" else
@@ -231,6 +400,8 @@ def _validate(ns: dict[str, Any], source: str, filename: str, desc: dict[str, An
         except Exception as exc:  # noqa: BLE001
             raise Refused(f"Model.forward fails at check shape {env} ({_short(exc)})") from None
         want, got = _tensors(want, "Model.forward"), _tensors(got, "the reference")
+        if k == 0:
+            _refuse_random(model, reference, explicit, got, seed)
         if len(want) != len(got) or not all(a.shape == b.shape and torch.allclose(a, b, rtol=1e-5, atol=1e-6,
                                                                                    equal_nan=True)
                                             for a, b in zip(want, got)):
@@ -244,6 +415,59 @@ def _validate(ns: dict[str, Any], source: str, filename: str, desc: dict[str, An
     except Exception as exc:  # noqa: BLE001
         raise Refused(f"the reference cannot run on the meta device at the target shapes ({_short(exc)}); "
                       "data-dependent shapes cannot be imported") from None
+
+
+def _refuse_random(model: torch.nn.Module, reference, explicit: list[torch.Tensor], got: list[torch.Tensor],
+                   seed: int) -> None:
+    """Refuse a reference whose outputs change with the random seed: nothing can check a kernel
+    against it (dropout with p > 0 in training mode, which is how KernelBench runs the Model)."""
+    try:
+        with torch.no_grad():
+            torch.manual_seed(seed + 1)
+            again = _tensors(reference(*[t.clone() for t in explicit]), "the reference")
+    except Exception:  # noqa: BLE001 - it ran once with these inputs: treat a failure as random
+        again = []
+    if len(again) == len(got) and all(torch.equal(a, b) or torch.allclose(a, b, equal_nan=True)
+                                      for a, b in zip(again, got)):
+        return
+    drops = [f"{name or 'the Model'} = nn.{type(m).__name__}(p={m.p})" for name, m in model.named_modules()
+             if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0]
+    what = ("dropout in training mode (as KernelBench runs the Model): " + ", ".join(drops)) if drops else \
+        "a random op in forward (torch.rand*, F.dropout with p > 0, bernoulli, ...)"
+    raise _Random(f"the reference is random, its outputs change with the seed, so no kernel can be checked "
+                  f"against it: {what}")
+
+
+def _value_range(s: dict[str, Any], symbols: dict[str, int], env: dict[str, int], given: torch.Tensor | None,
+                 given_range: tuple[int, int] | None) -> None:
+    """``low``/``high`` of integer input *s*: the range get_inputs() draws it from, read off the call
+    that builds it (``torch.randint(0, num_classes, ...)``) at the target sizes and, where get_inputs()
+    follows the module's size globals, at the check sizes too (which tells a size-bound ``high`` such
+    as ``num_classes`` from a constant); else the values it gave at the check sizes."""
+    target = s.get("range")
+    by_value = {v: sym for sym, v in symbols.items()}
+    if target is not None:
+        s["low"], s["high"] = target
+        if target[1] in by_value:                    # randint(0, C) with C a size: the bound follows it
+            sym = by_value[target[1]]
+            if given_range is None or given_range[1] == env[sym]:
+                s["high"] = sym
+        return
+    if given is not None and given_range is not None:
+        s["low"], s["high"] = given_range
+        return
+    if given is not None:                            # values only: their observed range
+        lo, hi = int(given.min()), int(given.max()) + 1
+        s["low"], s["high"] = lo, hi
+        for sym, v in env.items():                   # a range bounded by a size: randint(0, C)
+            if hi <= v <= 2 * hi and symbols[sym] > v:
+                s["high"] = sym
+                break
+        return
+    raise Refused(f"integer input '{s['name']}': its value range cannot be read: get_inputs() builds it with "
+                  f"`{s.get('made_by', '?')}` (a range is read from torch.randint/randint_like/randperm/arange/"
+                  "full/tensor and casts of them) and does not follow the module-level size variables, so it "
+                  "cannot be run at a small size either")
 
 
 def _tensors(value: Any, what: str) -> list[torch.Tensor]:

@@ -65,6 +65,7 @@ POINTWISE = {
     "floor": _unary(lambda x: f"tl.floor({x})"), "ceil": _unary(lambda x: f"tl.ceil({x})"),
     "sign": _unary(lambda x: f"tl.where({x} > 0, 1.0, tl.where({x} < 0, -1.0, 0.0))"),
     "logical_not": _unary(lambda x: f"({x} == 0)"), "pow": _pow,
+    "isnan": _unary(lambda x: f"({x} != {x})"), "isinf": _unary(lambda x: f"(tl.abs({x}) == float('inf'))"),
     "maximum": lambda a, kw: f"tl.maximum({a[0]}, {a[1]})", "minimum": lambda a, kw: f"tl.minimum({a[0]}, {a[1]})",
     "where": lambda a, kw: f"tl.where({a[0]}, {a[1]}, {a[2]})", "clamp": _clamp,
     "gt": _bin(">"), "lt": _bin("<"), "ge": _bin(">="), "le": _bin("<="), "eq": _bin("=="), "ne": _bin("!="),

@@ -6,7 +6,7 @@ per output element looping over the reduced elements (the row-reduction template
 a program per row, ``mm``/``bmm`` a tiled ``tl.dot`` kernel; views stay views in ``launch``.
 Intermediates go through ``torch.empty`` buffers, so level-2 problems start as several
 kernels the built-in mutator can tune.  Ops outside these templates (convolutions,
-pooling windows, gather/scatter, sorting, random numbers, in-place buffer updates) raise
+pooling windows, scatter, sorting, random numbers, in-place buffer updates) raise
 :class:`NoSeed` naming the op: no seed computes anything with torch.
 """
 
@@ -16,6 +16,8 @@ import ast
 from typing import Any
 
 from . import kernels
+from .lowerings import LOWERINGS
+from .noseed import NoSeed
 from .ops import CASTS, CONSTANTS, FLOAT, POINTWISE, TL_DTYPE
 from .sizes import SizeError, size_expr
 
@@ -23,10 +25,6 @@ VIEWS = {"view", "_unsafe_view", "reshape", "permute", "t", "transpose", "expand
          "alias", "detach", "lift_fresh_copy", "slice", "select", "broadcast_in_dim", "squeeze_copy"}
 REDUCTIONS = {"sum", "mean", "amax", "amin", "var", "prod", "argmax", "argmin", "max", "min"}
 SCANS = {"cumsum", "cumprod"}
-
-
-class NoSeed(Exception):
-    """The graph holds an op the templates cannot express; the message names it."""
 
 
 def _base(op: str) -> str:
@@ -147,6 +145,10 @@ class _Gen:
         v = self.vals.get(i)
         if v is None:
             raise NoSeed(f"value {i} is used before it is computed")
+        if v["kind"] == "scalar":                         # a constant (torch.tensor(0.5)) needed as a tensor
+            out, body = self.new(i), _Body(self)
+            self._pointwise(f"fill_{i}", body, body.const(v["text"]), out, len(self.g[i]["shape"]))
+            v = self.vals[i]
         if v["kind"] == "expr":
             out = self.new(i)
             body = _Body(self)
@@ -238,10 +240,15 @@ class _Gen:
             return self.scan(i, base)
         if base in ("mm", "bmm"):
             return self.matmul(i, base)
+        if base in LOWERINGS:
+            return LOWERINGS[base](self, i)
         raise NoSeed(f"op {node['op']} has no template in the seed generator")
 
     def view(self, i: int, base: str) -> None:
         node, other = self.g[i], self.h[i]
+        if (self.vals.get(node["args"][0]["ref"]) or {}).get("kind") == "scalar":
+            self.vals[i] = self.vals[node["args"][0]["ref"]]     # a view of a constant: the same number
+            return
         src = self.tensor(node["args"][0])
         a, b = node["args"][1:], other["args"][1:]
         var, contig = src["var"], src["contig"]
@@ -527,6 +534,8 @@ class _Body:
                 (0 if base == "zeros_like" else 1)
             other_value = other["args"][-1] if base in ("full", "scalar_tensor", "full_like") else value
             expr = self.const(self.gen.num(value, other_value))
+            if _is_literal(expr):                         # a Python number has no .to(): a 0-d tensor
+                expr = f"tl.full([], {expr}, {TL_DTYPE.get(node['dtype'], 'tl.float32')})"
         else:
             args = [self.operand(x, y) for x, y in zip(node["args"], other["args"])]
             kw = {k: self.operand(v, other["kwargs"][k]) for k, v in node.get("kwargs", {}).items()

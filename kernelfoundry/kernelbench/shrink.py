@@ -15,17 +15,21 @@ from typing import Any
 
 KEEP_AT_MOST = 16          # dims up to this size stay literal
 CHECK_CAPS = (6_000, 40_000)  # largest tensor (elements) at each check shape
+HARD_CAP = 1 << 20         # beyond this (a 3D volume of a size kept divisible by 3), divisibility yields
 
 
-def assign_symbols(shapes: dict[str, list[int]]) -> tuple[dict[str, int], dict[str, list[int | str]]]:
+def assign_symbols(shapes: dict[str, list[int]], literal: set[tuple[str, int]] = frozenset()
+                   ) -> tuple[dict[str, int], dict[str, list[int | str]]]:
     """(symbol -> target value, input -> symbolic shape).  Symbols are named ``<input>_<dim>``
-    after the first input dim that has the value."""
+    after the first input dim that has the value.  Dims at the *literal* positions ``(input,
+    dim)`` stay literal whatever their size (a size the Model fixes, such as a channel count
+    written inside its constructor)."""
     by_value: dict[int, str] = {}
     symbolic: dict[str, list[int | str]] = {}
     for name, shape in shapes.items():
         dims: list[int | str] = []
         for i, d in enumerate(shape):
-            if d > KEEP_AT_MOST:
+            if d > KEEP_AT_MOST and (name, i) not in literal:
                 by_value.setdefault(d, f"{name}_{i}")
                 dims.append(by_value[d])
             else:
@@ -62,9 +66,10 @@ def constants_in(value: Any) -> list[int]:
     return []
 
 
-def ladder(value: int, divisors: list[int]) -> list[int]:
-    """Small sizes with *value*'s residue mod 16 and its small divisors among *divisors*, ascending
-    (they may exceed a small *value*: a second size is needed to tell sizes from constants)."""
+def ladder(value: int, divisors: list[int], at_least: int = 2) -> list[int]:
+    """Small sizes (from *at_least* up) with *value*'s residue mod 16 and its small divisors among
+    *divisors*, ascending (they may exceed a small *value*: a second size is needed to tell sizes
+    from constants)."""
     need = 1
     for d in divisors:
         if 1 < d <= 256 and value % d == 0:
@@ -72,6 +77,8 @@ def ladder(value: int, divisors: list[int]) -> list[int]:
     r = value % 16
     out = []
     start = r if r >= 2 else r + 16
+    while start < at_least:
+        start += 16
     for s in range(start, 16 * 40, 16):
         if s % need == 0:
             out.append(s)
@@ -81,10 +88,11 @@ def ladder(value: int, divisors: list[int]) -> list[int]:
 
 
 def check_shapes(symbols: dict[str, int], shapes: dict[str, list[int | str]],
-                 divisors: list[int]) -> list[dict[str, int]]:
+                 divisors: list[int], at_least: int = 2) -> list[dict[str, int]]:
     """Two check environments: small, then larger, each capped by :data:`CHECK_CAPS` elements
-    per tensor.  Different symbols get different rungs where possible (catches swapped dims)."""
-    ladders = {s: ladder(v, divisors) for s, v in symbols.items()}
+    per tensor.  Different symbols get different rungs where possible (catches swapped dims).
+    Sizes start at *at_least* (a dilated kernel needs a wide enough input)."""
+    ladders = {s: ladder(v, divisors, at_least) for s, v in symbols.items()}
     envs = []
     for level, cap in enumerate(CHECK_CAPS):
         rung = {s: min(len(ladders[s]) - 1, 2 * level + i % 2) for i, s in enumerate(ladders)}
@@ -92,21 +100,30 @@ def check_shapes(symbols: dict[str, int], shapes: dict[str, list[int | str]],
         def env() -> dict[str, int]:
             return {s: ladders[s][rung[s]] for s in ladders}
 
-        def biggest(e: dict[str, int]) -> tuple[int, str | None]:
-            best, who = 0, None
+        def size(e: dict[str, int], dims: list[int | str]) -> int:
+            return math.prod(e[d] if isinstance(d, str) else d for d in dims)
+
+        def biggest(e: dict[str, int]) -> str | None:
+            """The largest symbol still above rung 0 of the largest tensor over the cap that has one."""
+            best, who = cap, None
             for dims in shapes.values():
-                n = math.prod(e[d] if isinstance(d, str) else d for d in dims)
-                if n > best:
-                    syms = [d for d in dims if isinstance(d, str) and rung[d] > 0]
-                    best, who = n, max(syms, key=lambda d: e[d]) if syms else None
-            return best, who
+                syms = [d for d in dims if isinstance(d, str) and rung[d] > 0]
+                n = size(e, dims)
+                if n > best and syms:
+                    best, who = n, max(syms, key=lambda d: e[d])
+            return who
 
         e = env()
-        while True:
-            n, who = biggest(e)
-            if n <= cap or who is None:
-                break
+        while (who := biggest(e)) is not None:
             rung[who] -= 1
+            e = env()
+        while True:                 # still huge at the lowest rungs (a 3D volume of a size kept divisible
+            huge = {d for dims in shapes.values() if size(e, dims) > HARD_CAP for d in dims if isinstance(d, str)}
+            loose = [s for s in huge if ladders[s][0] > ladder(symbols[s], [], at_least)[0]]  # by 3): drop divisors
+            if not loose:
+                break
+            who = max(loose, key=lambda s: e[s])
+            ladders[who], rung[who] = ladder(symbols[who], [], at_least), 0
             e = env()
         envs.append(e)
     if envs[0] == envs[1]:

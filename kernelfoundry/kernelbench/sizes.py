@@ -2,7 +2,8 @@
 
 A number that is the same in both traces is a constant; one that changes must be a
 product of size symbols times a constant (a view's ``B * F``, a mean's divisor ``C * W``)
-or its reciprocal.  :func:`size_expr` finds the shortest such product and renders it as
+or its reciprocal (or a sum of two or three sizes: a ``cat``'s output length).  :func:`size_expr`
+finds the shortest such product and renders it as
 Python over locals named ``S_<symbol>``.
 """
 
@@ -20,7 +21,7 @@ class SizeError(ValueError):
 def size_expr(a: float, b: float, env_a: dict[str, int], env_b: dict[str, int], symbols: list[str]) -> str:
     """Python source for the number that is *a* at *env_a* and *b* at *env_b*: a constant, or
     ``q * S_x * S_y`` with a rational q (a group size ``C // G``), or the reciprocal of one."""
-    if a == b:
+    if a == b or (a != a and b != b):           # NaN != NaN: still one constant
         return _literal(a)
     found = []                                  # (rank: plainer first, text)
     for inverse in (False, True):
@@ -51,6 +52,11 @@ def size_expr(a: float, b: float, env_a: dict[str, int], env_b: dict[str, int], 
             if c and a == pa + c and b == pb + c:
                 return f"({body} {'+' if c > 0 else '-'} {abs(c)})" if isinstance(a, int) else \
                     f"float({body} {'+' if c > 0 else '-'} {abs(c)})"
+    if isinstance(a, int):                      # a sum of sizes: the length of a cat's output
+        for k in (2, 3):
+            for combo in itertools.combinations_with_replacement(symbols, k):
+                if a == sum(env_a[s] for s in combo) and b == sum(env_b[s] for s in combo):
+                    return "(" + " + ".join(f"S_{s}" for s in combo) + ")"
     if isinstance(a, float) and a > 0 and b > 0 and not float(a).is_integer():
         try:                                    # a square root: attention's 1 / sqrt(head_dim)
             inner = size_expr(round(a * a, 12), round(b * b, 12), env_a, env_b, symbols)

@@ -15,6 +15,13 @@ offset, ``offs < M * N`` -> P's store mask.  E's other arguments become P's (a P
 argument passed the same host value is reused).  E's launch, the buffer and the
 template parameters only E used go away.  Kernels whose epilogue loops, reduces,
 uses atomics or indexes the buffer any other way are left alone (``Skip``).
+
+The buffer may also have rank > 2 (a convolution's ``(N, C, H, W)`` output stored as rows
+``(n, c)`` with row stride ``c.stride(1)``): its rows are then its leading dims, and E's
+splits of ``offs`` by anything but the row length stay splits of P's flat offset.  E may read
+it through strides, as the KernelBench seed generator's elementwise kernels do
+(:mod:`.ops_fuse_views`: such reads become flat reads first), and P's launch moves to E's
+place when it comes to read names ``launch`` assigns between the two.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from .ast_module import (Skip, all_names, arg_names, fresh_name, is_call_to, is_
                          statement_lists, stored_names, template_expr, write_params)
 from .ast_signature import add_runtime_param, call_binding, launch_calls_in_launch, pass_keyword
 from .ops_base import Edit, OpContext, Operator
+from .ops_fuse_views import flat_reads, place_producer
 
 #: Calls that make a kernel more than elementwise.
 _NOT_ELEMENTWISE = ("sum", "max", "min", "reduce", "cumsum", "cumprod", "argmax", "argmin", "xor_sum",
@@ -129,11 +137,9 @@ class _Retile(ast.NodeTransformer):
         return self.generic_visit(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
-        if self._is_offs(node.left) and isinstance(node.op, (ast.Mod, ast.FloorDiv)):
-            if not self.is_row_len(node.right):
-                raise Skip("epilogue splits its offsets by something other than the intermediate's row length")
+        if self._is_offs(node.left) and isinstance(node.op, (ast.Mod, ast.FloorDiv)) and self.is_row_len(node.right):
             return copy.deepcopy(self.cols if isinstance(node.op, ast.Mod) else self.rows)
-        return self.generic_visit(node)
+        return self.generic_visit(node)      # any other split of offs: of P's flat offset, the same value
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if node.id in self.masks:
@@ -160,6 +166,22 @@ def _shape(call: ast.Call) -> list[ast.expr]:
     if isinstance(shape, (ast.Tuple, ast.List)) and len(shape.elts) == 2:
         return list(shape.elts)
     raise Skip("intermediate is not allocated with a literal 2-D shape")
+
+
+def _dims(call: ast.Call) -> list[ast.expr]:
+    """The literal shape (any rank >= 2) of an allocation."""
+    shape = call.args[0]
+    if isinstance(shape, (ast.Tuple, ast.List)) and len(shape.elts) >= 2 \
+            and not any(isinstance(e, ast.Starred) for e in shape.elts):
+        return list(shape.elts)
+    raise Skip("intermediate is not allocated with a literal shape of rank 2 or more")
+
+
+def _product(dims: list[ast.expr]) -> ast.expr:
+    out = dims[0]
+    for d in dims[1:]:
+        out = ast.BinOp(left=out, op=ast.Mult(), right=d)
+    return out
 
 
 def _check_elementwise(fn: ast.FunctionDef, offs_stmt: ast.stmt | None) -> None:
@@ -195,6 +217,8 @@ class Intermediate:
     rows: ast.expr                     # rows[:, None]
     cols: ast.expr                     # cols[None, :]
     offset: ast.expr                   # rows[:, None] * N + cols[None, :]
+    dims: list[ast.expr] | None = None  # the buffer's full shape (rank >= 2; (M, N) when 2-D)
+    split: int = 1                     # rows are dims[:split], a row is dims[split:]
 
 
 def host_is(expr: ast.expr | None, binding: dict[str, ast.expr], *choices: str) -> bool:
@@ -204,8 +228,12 @@ def host_is(expr: ast.expr | None, binding: dict[str, ast.expr], *choices: str) 
 
 
 def shared_intermediate(tree: ast.Module, producer: str, p_call: ast.Call, consumer: str,
-                        e_call: ast.Call) -> Intermediate:
-    """The intermediate P stores as a row-major tile and E reads; Skip when there is none."""
+                        e_call: ast.Call, nd: bool = False) -> Intermediate:
+    """The intermediate P stores as a row-major tile and E reads; Skip when there is none.
+
+    With *nd* the buffer may have any rank r >= 2: P's rows are then its first ``split`` dims
+    and its columns the rest (P's row stride is ``buffer.stride(split - 1)`` or the product of
+    the trailing dims), and ``shape`` holds the two products."""
     kernels = jit_functions(tree)
     p_fn, e_fn = kernels[producer], kernels[consumer]
     launch = launch_function(tree)
@@ -221,7 +249,7 @@ def shared_intermediate(tree: ast.Module, producer: str, p_call: ast.Call, consu
     host_c = host_buffers[0]
     p_param, e_param, _ = next(t for t in shared if t[2] == host_c)
     alloc_stmt, alloc = _allocation(launch, host_c)
-    c_shape = _shape(alloc)
+    dims = _dims(alloc) if nd else _shape(alloc)
     host_uses = [n for n in ast.walk(launch) if isinstance(n, ast.Name) and n.id == host_c]
     in_calls = [n for call in (p_call, e_call) for n in ast.walk(call) if isinstance(n, ast.Name) and n.id == host_c]
     if len(host_uses) != len(in_calls) + 1:
@@ -240,12 +268,18 @@ def shared_intermediate(tree: ast.Module, producer: str, p_call: ast.Call, consu
     if p_offset is None or "value" not in store_args:
         raise Skip(f"{producer} stores {p_param} at an address that is not {p_param} + offset")
     rows, row_stride, cols, col_stride = _tile_terms(p_offset)
-    if not (host_is(row_stride, p_bind, ast.unparse(c_shape[1]), f"{host_c}.stride(0)", f"{host_c}.shape[1]")
-            and (col_stride is None or (isinstance(col_stride, ast.Constant) and col_stride.value == 1)
-                 or host_is(col_stride, p_bind, f"{host_c}.stride(1)"))):
+    rank = len(dims)
+    splits = [k for k in range(1, rank) if host_is(
+        row_stride, p_bind, ast.unparse(_product(dims[k:])), f"{host_c}.stride({k - 1})",
+        *([f"{host_c}.shape[1]"] if rank == 2 else []))]
+    last = f"{host_c}.stride({rank - 1})"
+    if not (splits and (col_stride is None or (isinstance(col_stride, ast.Constant) and col_stride.value == 1)
+                        or host_is(col_stride, p_bind, last))):
         raise Skip(f"{producer} does not store {host_c} row-major with its row length as stride")
+    k = splits[0]
+    c_shape = [_product(dims[:k]), _product(dims[k:])]
     return Intermediate(host_c, p_param, e_param, alloc_stmt, alloc, c_shape, p_bind, e_bind, p_body, p_index,
-                        store_args["value"], store_args.get("mask"), rows, cols, p_offset)
+                        store_args["value"], store_args.get("mask"), rows, cols, p_offset, dims, k)
 
 
 def stored_value(p_fn: ast.FunctionDef, inter: Intermediate) -> ast.expr:
@@ -271,7 +305,8 @@ def _fuse(tree: ast.Module, producer: str, p_call: ast.Call, consumer: str, e_ca
     kernels = jit_functions(tree)
     p_fn, e_fn = kernels[producer], kernels[consumer]
     launch = launch_function(tree)
-    inter = shared_intermediate(tree, producer, p_call, consumer, e_call)
+    flat_reads(tree, p_call, consumer, e_call)
+    inter = shared_intermediate(tree, producer, p_call, consumer, e_call, nd=True)
     host_c, p_param, e_param, c_shape = inter.host, inter.p_param, inter.e_param, inter.shape
     alloc_stmt, alloc, p_bind, e_bind = inter.alloc_stmt, inter.alloc, inter.p_bind, inter.e_bind
     p_body, p_index, p_mask, p_offset = inter.store_body, inter.store_index, inter.mask, inter.offset
@@ -315,7 +350,8 @@ def _fuse(tree: ast.Module, producer: str, p_call: ast.Call, consumer: str, e_ca
             raise Skip(f"{consumer} stores somewhere other than an output at the flat offset")
         out_name = e_bind[bases[0]].id
         _, out_alloc = _allocation(launch, out_name)
-        if not all(same(a, b) for a, b in zip(_shape(out_alloc), c_shape)):
+        out_dims = _dims(out_alloc)
+        if len(out_dims) != len(inter.dims) or not all(same(a, b) for a, b in zip(out_dims, inter.dims)):
             raise Skip(f"output {out_name} does not have the intermediate's shape")
         e_host_outputs.append(out_name)
 
@@ -347,11 +383,14 @@ def _fuse(tree: ast.Module, producer: str, p_call: ast.Call, consumer: str, e_ca
     def e_host(expr: ast.expr) -> ast.expr:   # an expression of the renamed body, in E's own names
         return _Rename(original).visit(copy.deepcopy(expr))
 
+    two_d = [f"{host_c}.shape[1]"] if len(inter.dims) == 2 else []
+
     def is_row_len(expr: ast.expr) -> bool:
-        return host_is(e_host(expr), e_bind, row_len, f"{host_c}.shape[1]", f"{host_c}.stride(0)")
+        return host_is(e_host(expr), e_bind, row_len, *two_d, f"{host_c}.stride({inter.split - 1})")
 
     def is_numel(expr: ast.expr) -> bool:
-        return host_is(e_host(expr), e_bind, numel, f"{host_c}.numel()")
+        return host_is(e_host(expr), e_bind, numel, ast.unparse(_product(inter.dims)), f"{host_c}.numel()",
+                       *(f"{out}.numel()" for out in e_host_outputs))
 
     body = [_Retile(offs, masks, is_row_len, is_numel, e_param, rows, cols, p_offset, p_mask, value).visit(s)
             for s in body]
@@ -378,7 +417,9 @@ def _fuse(tree: ast.Module, producer: str, p_call: ast.Call, consumer: str, e_ca
             add_runtime_param(tree, producer, name, calls)
         pass_keyword(calls, name, host_value)
 
-    # launch(): E's launch and the buffer go; so do template parameters nothing reads any more.
+    # launch(): E's launch and the buffer go (P launches where E did when it now reads names
+    # launch assigns in between); so do template parameters nothing reads any more.
+    place_producer(tree, p_call, e_stmt)
     launch.body = [s for s in launch.body if s is not e_stmt and s is not alloc_stmt]
     tree.body = [s for s in tree.body if s is not e_fn] if not still_used(tree, consumer) else tree.body
     space = read_params(tree)

@@ -1,5 +1,7 @@
 """Size symbols, trait-keeping check shapes and size expressions of imported problems (pure Python)."""
 
+import math
+
 import pytest
 
 from kernelfoundry.kernelbench.shrink import assign_symbols, check_shapes, ladder, render, resolve, symbolize
@@ -52,3 +54,25 @@ def test_size_expressions_from_two_traces():
     assert size_expr(1 / 288, 1 / 800, {"a": 32, "b": 9}, {"a": 32, "b": 25}, ["a", "b"]) == "(1.0 / (S_a * S_b))"
     with pytest.raises(SizeError):
         size_expr(5, 11, {"a": 16}, {"a": 48}, ["a"])
+
+
+def test_literal_positions_stay_literal_and_break_a_coincidence():
+    # a Linear's 96 outputs fixed inside the Model, equal to the batch size by chance
+    shapes = {"x": [96, 200], "fc_weight": [96, 200], "fc_bias": [96]}
+    symbols, symbolic = assign_symbols(shapes, {("fc_weight", 0), ("fc_bias", 0)})
+    assert symbolic == {"x": ["x_0", "x_1"], "fc_weight": [96, "x_1"], "fc_bias": [96]}
+    assert symbols == {"x_0": 96, "x_1": 200}
+
+
+def test_ladder_starts_at_a_minimum_and_huge_volumes_drop_divisibility():
+    assert ladder(512, [4], at_least=48)[0] == 48 and all(s % 16 == 0 for s in ladder(512, [4], at_least=48))
+    # a 3D volume whose side is kept divisible by a kernel size of 3 would be 48^3 per channel
+    symbols, shapes = assign_symbols({"x": [8, 48, 96, 96, 96]})
+    envs = check_shapes(symbols, shapes, [3])
+    assert all(math.prod([8, e["x_1"]] + [e["x_2"]] * 3) <= (1 << 20) for e in envs)
+    symbols, shapes = assign_symbols({"x": [8, 64, 96]})            # small enough: divisibility kept
+    assert all(e["x_2"] % 3 == 0 for e in check_shapes(symbols, shapes, [3]))
+
+
+def test_a_sum_of_sizes_is_a_size_expression():
+    assert size_expr(72, 56, {"a": 20, "b": 32}, {"a": 12, "b": 32}, ["a", "b"]) == "(S_a + S_a + S_b)"
