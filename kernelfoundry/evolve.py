@@ -230,6 +230,11 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
         rows.append((f"routing ({routing['policy']})", "; ".join(
             f"{name} {m['calls']} calls, {m['correct']} correct, ${m['cost_usd']:.4f}"
             for name, m in routing["models"].items())))
+    drafts = summary.get("drafts")
+    if drafts and drafts.get("count"):       # a task without a seed: the LLM drafted its first kernel
+        rows.append(("drafts", f"{drafts['count']} (at most {drafts['max']}); " + (
+            f"candidate {drafts['passed_candidate']} passed and seeded the search"
+            if drafts.get("passed_candidate") is not None else "none passed")))
     if summary.get("stop_reason"):
         rows.append(("stopped early", summary["stop_reason"]))
     if "prompts" in summary:

@@ -72,6 +72,7 @@ class Task:
     description: str = ""
     models: tuple[dict[str, Any], ...] = ()
     path: Path | None = None
+    no_seed_reason: str | None = None     # seeds is empty: why (an LLM drafts the first kernel; docs/llm.md)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -114,31 +115,61 @@ class Task:
             "seeds": [str(p) for p in self.seeds],
             "hardware": list(self.hardware),
             "models": [dict(m) for m in self.models],
+            **({"no_seed_reason": self.no_seed_reason} if self.no_seed_reason else {}),
         }
 
 
-def load_task(path: str | Path, *, check_files: bool = True) -> Task:
+def load_task(path: str | Path, *, check_files: bool = True, allow_no_seed: bool = False) -> Task:
     """Read and validate a task file; raise :class:`TaskError` naming the problem.
 
     ``check_files=False`` skips the check that the seed kernels exist (for commands that
     do not use them, such as ``verify``).  A ``.py`` path is a KernelBench problem file
-    (docs/kernelbench.md), imported into a cached task file first.
+    (docs/kernelbench.md), imported into a cached task file first.  ``allow_no_seed`` (an LLM
+    drafts the first kernel, docs/llm.md "Drafts") accepts a problem the seed generator has no
+    template for, and a task file with ``seeds: []``: the task has no seeds and says why in
+    ``no_seed_reason``.
     """
     path = Path(path)
     if path.suffix == ".py":                # a KernelBench problem: imported (sandboxed) into a cached task
         from .kernelbench import materialize
-        return load_task(materialize(path, check_files=check_files), check_files=check_files)
+        task_file = materialize(path, check_files=check_files, allow_no_seed=allow_no_seed)
+        reason = _import_no_seed_reason(task_file) if allow_no_seed else None
+        if reason is None:
+            return load_task(task_file, check_files=check_files)
+        data = _read_yaml(task_file)
+        if isinstance(data, dict):          # the seed the import would have written does not exist
+            data = dict(data, seeds=[], no_seed_reason=f"the seed generator cannot write one: {reason}")
+        return task_from_dict(data, source=task_file, check_files=check_files)
+    data = _read_yaml(path)
+    if allow_no_seed and isinstance(data, dict) and data.get("seeds") == [] and not data.get("no_seed_reason"):
+        data = dict(data, no_seed_reason="the task file lists no seed kernels")
+    return task_from_dict(data, source=path, check_files=check_files)
+
+
+def _read_yaml(path: Path) -> Any:
     if not path.exists():
         raise TaskError(f"task file {path} does not exist.")
     if path.is_dir():
         raise TaskError(f"task file {path} is a directory; give the path of a .yaml task file.")
     try:
-        data = yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise TaskError(f"task file {path} is not valid YAML: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise TaskError(f"task file {path} cannot be read: {exc}") from None
-    return task_from_dict(data, source=path, check_files=check_files)
+
+
+def _import_no_seed_reason(task_file: Path) -> str | None:
+    """Why the import of a KernelBench problem wrote no seed (``import.json`` beside its cached
+    task file, written by :func:`kernelbench.importer.materialize`), or None."""
+    import json
+    meta_file = task_file.parent / "import.json"
+    try:
+        meta = json.loads(meta_file.read_text())
+    except (OSError, ValueError):
+        return None                         # a task file written elsewhere (--seed-kernel): it has its seed
+    reason = meta.get("no_seed_reason") if isinstance(meta, dict) else None
+    return str(reason) if reason else None
 
 
 def task_from_dict(data: Any, *, source: Path | None = None, check_files: bool = True) -> Task:
@@ -146,6 +177,7 @@ def task_from_dict(data: Any, *, source: Path | None = None, check_files: bool =
 
     ``check_files=False`` skips the existence check of seed files (workers on
     other machines rebuild the task from ``Task.to_dict()`` and never read seeds).
+    ``seeds`` may be empty only with a ``no_seed_reason`` (a task whose first kernel an LLM drafts).
     """
     where = f"task file {source}" if source else "task"
     base_dir = source.parent if source else Path.cwd()
@@ -157,7 +189,7 @@ def task_from_dict(data: Any, *, source: Path | None = None, check_files: bool =
         raise TaskError(f"{where} must be a YAML mapping with fields name, reference, inputs, "
                         f"shapes, tolerance, seeds, hardware; got {type(data).__name__}.")
     known = {"name", "level", "description", "reference", "inputs", "shapes", "tolerance",
-             "seeds", "hardware", "models"}
+             "seeds", "hardware", "models", "no_seed_reason"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise TaskError(f"{where}: unknown field(s) {', '.join(map(repr, unknown))}; "
@@ -199,9 +231,13 @@ def task_from_dict(data: Any, *, source: Path | None = None, check_files: bool =
     if not (0 <= atol < math.inf and 0 <= rtol < math.inf):
         raise fail("tolerance", f"atol and rtol must be finite and non-negative; got atol={atol}, rtol={rtol}.")
 
+    no_seed_reason = data.get("no_seed_reason")
+    if no_seed_reason is not None and (not isinstance(no_seed_reason, str) or not no_seed_reason.strip()):
+        raise fail("no_seed_reason", f"must be a sentence saying why the task has no seed; got {no_seed_reason!r}.")
     seeds_raw = data["seeds"]
-    if not isinstance(seeds_raw, list) or not seeds_raw:
-        raise fail("seeds", "must be a non-empty list of kernel file paths (relative to the task file).")
+    if not isinstance(seeds_raw, list) or not (seeds_raw or no_seed_reason):
+        raise fail("seeds", "must be a non-empty list of kernel file paths (relative to the task file); "
+                            "an empty list only with an LLM (--model), which drafts the first kernel.")
     seeds = []
     for i, s in enumerate(seeds_raw):
         if not isinstance(s, str):
@@ -233,7 +269,7 @@ def task_from_dict(data: Any, *, source: Path | None = None, check_files: bool =
                 check_shapes=tuple(check_shapes), target_shapes=tuple(target_shapes),
                 atol=atol, rtol=rtol, seeds=tuple(seeds), hardware=tuple(hardware),
                 description=str(data.get("description", "")), models=tuple(models_norm),
-                path=source, raw=dict(data))
+                path=source, raw=dict(data), no_seed_reason=None if seeds else no_seed_reason)
 
 
 def _check_reference(reference: str, fail) -> None:

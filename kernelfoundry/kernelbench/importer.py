@@ -153,9 +153,12 @@ def write_task(imported: Imported, out: Path, *, seed_kernel: Path | None = None
     return out
 
 
-def materialize(path: str | Path, *, seed_kernel: str | Path | None = None, check_files: bool = True) -> Path:
+def materialize(path: str | Path, *, seed_kernel: str | Path | None = None, check_files: bool = True,
+                allow_no_seed: bool = False) -> Path:
     """The cached task file of problem *path* (imported once per content); with *seed_kernel*
-    the task's seed is that file.  Raises TaskError when a seed is needed and none exists."""
+    the task's seed is that file.  Raises TaskError when a seed is needed and none exists, unless
+    *allow_no_seed* (an LLM drafts the first kernel: docs/llm.md, "Drafts"; the reason is in
+    ``import.json`` beside the task file)."""
     path = Path(path)
     source = _read(path)
     key = hashlib.sha256(f"{IMPORTER_VERSION}\0{path.resolve().parent.name}\0{source}".encode()).hexdigest()[:16]
@@ -176,7 +179,8 @@ def materialize(path: str | Path, *, seed_kernel: str | Path | None = None, chec
         custom = folder / f"task-seed-{hashlib.sha256(str(seed_kernel.resolve()).encode()).hexdigest()[:8]}.yaml"
         custom.write_text(yaml.safe_dump(data, sort_keys=False, width=110))
         return custom
-    if check_files and meta.get("no_seed_reason"):
+    if check_files and meta.get("no_seed_reason") and not allow_no_seed:
         raise TaskError(f"problem file {path}: no starting kernel can be generated ({meta['no_seed_reason']}); "
-                        "give one with --seed-kernel FILE (see docs/kernelbench.md).")
+                        "give one with --seed-kernel FILE, or let an LLM draft one with --model NAME "
+                        "(see docs/kernelbench.md).")
     return task_file

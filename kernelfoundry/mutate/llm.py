@@ -1,6 +1,7 @@
 """The LLM mutator: prompt (jinja2) -> litellm completion -> edit parsing -> proposal.
 
-Runs inside Ray workers.  It edits text only; candidate code is never executed
+Runs inside Ray workers; :meth:`LLMMutator.draft` writes the first kernel of a task without
+a seed (docs/llm.md, "Drafts").  It edits text only; candidate code is never executed
 here.  Every failure (the LLM call, a reply with no usable edit, an edit that does
 not apply or does not parse) becomes ``Proposal(source=None, error=...)`` carrying
 the usage and LLM log of the attempts, so the driver can count and store it.
@@ -12,7 +13,7 @@ import random
 from pathlib import Path
 
 from .base import LLMUsage, MutationRequest, Proposal
-from .edits import EditError, apply_reply, reply_description
+from .edits import EditError, apply_reply, check_source, extract_rewrite, reply_description
 from .llm_client import LLMCallError, LLMClient, ModelSpec, choose_model, parse_model_specs
 from .prompts import PromptRenderer
 
@@ -130,3 +131,28 @@ class LLMMutator:
         description = reply_description(reply.text) or f"{mode} by {model.name}"
         return Proposal(source=outcome.source, mutator=mutator, description=f"[{mode}] {description}",
                         parent_ids=parents, prompt_id=prompt_id, usage=usage, llm_log=reply.attempts)
+
+    def draft(self, task, draft: dict, seed: int) -> Proposal:
+        """A first kernel for *task*, which has none (*draft*: see :mod:`.drafts`); never raises."""
+        model = choose_model(self.models, random.Random(f"{self.seed}:{seed}"))
+        mutator = f"llm:{model.name}"
+        try:
+            messages = self.renderer.draft_messages(task, draft)
+        except Exception as exc:        # a broken user template must not kill the worker
+            return Proposal(source=None, mutator=mutator,
+                            error=f"prompt template for draft failed: {type(exc).__name__}: {exc}")
+        try:
+            reply = self.client.complete(messages, model, purpose="draft")
+        except LLMCallError as exc:
+            return Proposal(source=None, mutator=mutator, error=str(exc), usage=exc.usage, llm_log=exc.attempts)
+        try:
+            source = extract_rewrite(reply.text)
+            check_source(source, "")
+        except EditError as exc:
+            reply.log_record["edit_error"] = str(exc)
+            return Proposal(source=None, mutator=mutator, error=f"no kernel module in the reply (draft): {exc}",
+                            usage=reply.usage, llm_log=reply.attempts, description=reply_description(reply.text))
+        reply.log_record["edit"] = {"kind": "draft", "matches": []}
+        description = reply_description(reply.text) or f"draft by {model.name}"
+        return Proposal(source=source, mutator=mutator, description=f"[draft {draft.get('n', 1)}] {description}",
+                        usage=reply.usage, llm_log=reply.attempts)

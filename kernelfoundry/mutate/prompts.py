@@ -3,7 +3,8 @@
 Templates: ``system`` (role, candidate-format rules, the prompt variant's sections),
 ``mutate`` (asks for SEARCH/REPLACE edits), ``rewrite`` (a full kernel), ``fix``
 (the parent failed a verifier gate), ``crossover`` (combine two kernels) and
-``prompt_mutation`` (rewrite a prompt variant's sections).  A user's ``prompt_dir``
+``prompt_mutation`` (rewrite a prompt variant's sections) and ``draft`` (the first kernel of a
+task without a seed, :mod:`.drafts`).  A user's ``prompt_dir``
 is searched first, so it may override any subset of them; the rest come from the
 project's ``prompts/``.  Only plain data reaches the templates (see
 :func:`mutation_context`), so a custom template cannot touch the search state.
@@ -17,14 +18,15 @@ from typing import Any
 
 import jinja2
 
-from .. import REPO_DIR
+from .. import data_dir
 from ..errors import UserError
 from ..task import Task
 from .base import MutationRequest, ParentView
 
-DEFAULT_PROMPT_DIR = REPO_DIR / "prompts"
+#: The shipped templates (package data; the repository's ``prompts/`` in a checkout).
+DEFAULT_PROMPT_DIR = data_dir("prompts")
 KERNEL_MODES = ("mutate", "rewrite", "fix", "crossover")
-TEMPLATES = ("system", *KERNEL_MODES, "prompt_mutation")
+TEMPLATES = ("system", *KERNEL_MODES, "prompt_mutation", "draft")
 
 #: How much of long texts the prompt carries.
 MAX_FEEDBACK_CHARS = 3000
@@ -40,6 +42,9 @@ class PromptRenderer:
     """Jinja2 environment over the user's ``prompt_dir`` (if any) then the project's ``prompts/``."""
 
     def __init__(self, prompt_dir: str | Path | None = None) -> None:
+        if not DEFAULT_PROMPT_DIR.is_dir():
+            raise PromptDirError(f"the prompt templates directory {DEFAULT_PROMPT_DIR} is missing "
+                                 "(a broken installation?).")
         dirs = [DEFAULT_PROMPT_DIR]
         if prompt_dir is not None:
             user = Path(prompt_dir).expanduser()
@@ -90,6 +95,28 @@ class PromptRenderer:
         ctx = mutation_context(request, mode)
         return [{"role": "system", "content": self.render("system", ctx)},
                 {"role": "user", "content": self.render(mode, ctx)}]
+
+    def draft_messages(self, task: Task, draft: dict[str, Any]) -> list[dict[str, str]]:
+        """System and user messages asking for a task's first kernel (*draft*: see :mod:`.drafts`)."""
+        from .drafts import draft_context
+        ctx = draft_context(task, draft)
+        return [{"role": "system", "content": self.render("system", ctx)},
+                {"role": "user", "content": self.render("draft", ctx)}]
+
+    def check_draft_renders(self, task: Task) -> None:
+        """Render the draft prompt once for *task* (a first draft and a later one with a failure), so
+        a broken template stops the run before Ray starts (see :meth:`check_renders`)."""
+        from .drafts import example_entry
+        example = example_entry("example.py", "PARAMS = {}\n", "a check")
+        first = {"n": 1, "max": 2, "example": example, "failures": [], "previous": None}
+        later = dict(first, n=2, failures=[{"n": 1, "id": 0, "gate": "load", "reason": "a check"}],
+                     previous={"n": 1, "id": 0, "source": "PARAMS = {}\n"})
+        try:
+            for draft in (first, later):
+                self.draft_messages(task, draft)
+        except jinja2.TemplateError as exc:
+            raise PromptDirError(f"the draft prompt template fails to render: {type(exc).__name__}: {exc}; "
+                                 f"template directories: {', '.join(map(str, self.dirs))}.") from None
 
     def prompt_mutation_messages(self, variant: dict[str, Any], operator: str, feedback: list[dict[str, Any]],
                                  history: list[dict[str, Any]], task: Task | None = None) -> list[dict[str, str]]:

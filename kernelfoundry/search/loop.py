@@ -21,6 +21,7 @@ from ..mutate.base import ParentView
 from ..store import RunStore
 from ..task import Task
 from .archive import NEW_CELL, KernelArchive
+from .drafts import DraftPhase
 from .progress import ProgressLine
 from .rundir import SUMMARY_NAME
 from .selection import Choice, SelectionState, Selector
@@ -73,6 +74,8 @@ class SearchDriver:
         self.stop_reason: str | None = None
         self.last_summary = 0.0
         self._rebuild_from_store()
+        # a task without a seed: an LLM drafts its first kernel (search/drafts.py)
+        self.drafts = DraftPhase(self) if task.no_seed_reason else None
 
     # -- resume -----------------------------------------------------------
     def _rebuild_from_store(self) -> None:
@@ -81,7 +84,7 @@ class SearchDriver:
             if row.source:
                 self.hashes.add(source_hash(row.source))
             self._note_tried(row.parent_ids, row.mutator)
-            if row.mutator == "seed" and row.passed:
+            if (row.mutator == "seed" or row.kind == "draft") and row.passed:
                 self.state.seed_ids.append(row.id)
             # a memory seed that failed is another task's kernel: nothing to repair
             foreign = row.kind == "seed" and is_memory_seed(row.description)
@@ -105,7 +108,9 @@ class SearchDriver:
         pending = [(name, src) for name, src in seeds if src not in seen]
         try:
             if pending or not self.state.seed_ids:
-                self._evaluate_seeds(pending)
+                self._evaluate_seeds(pending, required=self.drafts is None)
+            if self.drafts is not None and not self.state.seed_ids:
+                self.drafts.run(seeds)            # raises DraftsFailed when no draft passes
             self._steady_state()
         except BaseException:
             self._remember_elites()
@@ -117,7 +122,8 @@ class SearchDriver:
             self.progress.close()
         return self.write_summary(final=True)
 
-    def _evaluate_seeds(self, seeds: list[tuple[str, str]]) -> None:
+    def _evaluate_seeds(self, seeds: list[tuple[str, str]], *, required: bool = True) -> None:
+        """Verify *seeds*; unless one passes, raise (when *required*: a task without a seed drafts one)."""
         failures, misfits = [], []
         queue = list(seeds)
         while queue or self.pool.futures or self.retry:
@@ -147,7 +153,7 @@ class SearchDriver:
             self.log("seed kernel(s) failed the verifier:\n  " + "\n  ".join(failures))
         if misfits:
             self.log(f"{len(misfits)} seed(s) from the memory did not fit this task: {', '.join(misfits)}")
-        if not self.state.seed_ids:
+        if not self.state.seed_ids and required:
             if not seeds:                          # a resumed run: its seeds were stored and failed before
                 failures = [f"{r.description or 'seed'}: gate '{r.gate}': {r.reason}"
                             for r in self.store.iter_candidates() if r.kind == "seed" and not r.passed]
@@ -410,6 +416,8 @@ class SearchDriver:
             extra["memory"] = self.memory.summary()
         if self.routing is not None:
             extra["routing"] = self.routing.summary()
+        if self.drafts is not None:
+            extra["drafts"] = self.drafts.summary()
         extra["workers_per_node"] = self._workers_per_node()
         summary = self.stats.summary(task=self.task.name, archive=self.archive, hardware=self.settings.hardware,
                                      budget=self.settings.budget, extra=extra)

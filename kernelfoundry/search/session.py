@@ -42,7 +42,7 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker, stop=None) -> tuple[d
                 raise UserError(f"--resume {run_dir}: this run was stored by an older KernelFoundry that sorted the "
                                 "task's inputs by name, so their launch order is lost; start a new run.")
             task = task_from_dict(stored_task, check_files=False)
-            if cfg.task is not None and load_task(cfg.task).name != task.name:
+            if cfg.task is not None and load_task(cfg.task, allow_no_seed=True).name != task.name:
                 raise UserError(f"--resume {run_dir} is a run of task '{task.name}', not of {cfg.task}.")
             _check_resume_options(cfg, stored, run_dir)
             for key in RESUME_KEEPS:
@@ -51,7 +51,8 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker, stop=None) -> tuple[d
             progress.message(f"resuming {run_dir}: {done} candidates stored, budget {cfg.budget}")
             seeds = [(str(name), str(src)) for name, src in store.get_meta("seeds") or []]
         else:
-            task = load_task(cfg.task)
+            # with an LLM, a task without a seed is run: the LLM drafts its first kernel (search/drafts.py)
+            task = load_task(cfg.task, allow_no_seed=bool(cfg.models))
             run_dir = None
             seeds = [(p.name, src) for p, src in _read_seeds(task)]     # before a run directory exists
             # memory seeds are added once the run directory exists (below) and stored with the others
@@ -266,6 +267,9 @@ def _check_hardware(names: list[str]) -> None:
 def _mutator_setup(cfg, task: Task, seeds: list[tuple[str, str]]):
     """Pick the mutator: LLM when models are configured, else the built-in offline one."""
     if not cfg.models and not task.models:
+        if task.no_seed_reason:
+            raise UserError(f"task {task.name} has no seed kernel ({task.no_seed_reason}) and no LLM is configured "
+                            "to draft one: give a seed, or an LLM with --model NAME (docs/llm.md, \"Drafts\").")
         note = "no LLM model configured: using the built-in offline mutator"
         if cfg.prompt_dir:
             note += f" (--prompts {cfg.prompt_dir} is unused without a model)"
@@ -288,10 +292,13 @@ def _mutator_setup(cfg, task: Task, seeds: list[tuple[str, str]]):
         note += "; prompt evolution on"
     else:
         note += "; prompt evolution off"
-    if seeds:                               # every template must load and render before Ray starts
-        from ..mutate.prompts import PromptRenderer
-        variants = list(pool.variants.values()) if pool is not None else None
-        PromptRenderer(prompt_dir).check_renders(task, seeds[0][1], variants)
+    from ..mutate.prompts import PromptRenderer
+    renderer = PromptRenderer(prompt_dir)   # every template must load and render before Ray starts
+    variants = list(pool.variants.values()) if pool is not None else None
+    renderer.check_renders(task, seeds[0][1] if seeds else "PARAMS = {}\n", variants)
+    if task.no_seed_reason:                 # the run starts with drafts (search/drafts.py)
+        renderer.check_draft_renders(task)
+        note += "; no seed kernel: the LLM drafts the first one"
     return spec, pool, client, note
 
 

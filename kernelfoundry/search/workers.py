@@ -85,6 +85,8 @@ class KernelWorker:
         start = time.time()
         if job["kind"] == "seed":
             proposal = Proposal(source=job["source"], mutator="seed", description=job.get("description", ""))
+        elif job["kind"] == "draft":               # a task without a seed: the LLM writes its first kernel
+            proposal = self._draft(job)
         else:
             request = MutationRequest(
                 task=self.task, parent=ParentView(**job["parent"]), kind=job["kind"],
@@ -105,6 +107,17 @@ class KernelWorker:
         out["seconds"] = time.time() - start
         out["worker"] = self.name
         return out
+
+    def _draft(self, job: dict[str, Any]) -> Proposal:
+        draft = getattr(self.mutator, "draft", None)
+        if draft is None:
+            return Proposal(source=None, mutator=getattr(self.mutator, "name", "mutator"),
+                            error="the built-in mutator cannot write a first kernel; configure an LLM with --model")
+        try:
+            return draft(self.task, job["draft"], int(job["seed"]))
+        except Exception as exc:  # noqa: BLE001 - a mutator bug must not kill the run
+            return Proposal(source=None, mutator=getattr(self.mutator, "name", "mutator"),
+                            error=f"mutator raised {type(exc).__name__}: {exc}")
 
     def verify(self, source: str) -> dict[str, Any]:
         """Stage 2: all gates and the performance model on *source* (never raises).
