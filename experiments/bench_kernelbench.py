@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
 import statistics
 import sys
 import tempfile
@@ -34,6 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from kernelfoundry.errors import TaskError  # noqa: E402
+from kernelfoundry.kernelbench.coverage import failure_category as category  # noqa: E402
 from kernelfoundry.kernelbench.importer import import_problem, level_of, write_task  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "kernelbench"
@@ -45,18 +45,6 @@ def percentile(values: list[float], q: float) -> float:
     k = (len(ordered) - 1) * q
     lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
-
-
-def category(stage: str, reason: str) -> str:
-    """A short, countable name for why a problem got no correct starting kernel."""
-    m = re.search(r"op (\S+) has no template", reason)
-    if m:
-        return f"no template: {m.group(1)}"
-    reason = re.sub(r"problem file \S+ cannot be imported: ", "", reason)
-    reason = re.sub(r"\{[^}]*\}", "{..}", reason)
-    reason = re.sub(r"\[[^\]]*\]", "[..]", reason)
-    reason = re.sub(r"'[^']*'", "'..'", reason)
-    return f"{stage}: {reason.split(' (')[0][:90]}"
 
 
 def import_one(path: Path) -> dict:

@@ -89,6 +89,34 @@ def load_suite(path: str | Path) -> Suite:
     return Suite(name=str(data.get("name", path.stem)), tasks=tasks, budget=budget, path=path)
 
 
+def load_suite_tasks(suite: Suite, *, drafts: bool) -> tuple[list, list[Path], list[dict[str, Any]]]:
+    """The suite's tasks and their paths, and the KernelBench problems that cannot start.
+
+    A task file that does not load is an error. A KernelBench problem file (``.py``) that does
+    not import, or has no starting kernel (no template for an op, and no LLM to draft one:
+    *drafts* is whether models are configured), is left out of the runs and returned as
+    ``{"task", "level", "category", "reason"}``: KernelBench counts it as unsolved.
+    """
+    from .errors import TaskError
+    from .kernelbench.coverage import failure_category
+    from .kernelbench.importer import level_of, task_name
+    tasks, paths, unstarted = [], [], []
+    for path in suite.tasks:
+        if path.suffix != ".py":
+            tasks.append(load_task(path))
+            paths.append(path)
+            continue
+        try:
+            tasks.append(load_task(path, allow_no_seed=drafts))
+            paths.append(path)
+        except TaskError as exc:
+            reason = str(exc)
+            stage = "seed" if "no starting kernel" in reason else "import"
+            unstarted.append({"task": task_name(path), "level": level_of(path),
+                              "category": failure_category(stage, reason), "reason": reason})
+    return tasks, paths, unstarted
+
+
 def run_one(task_path: Path, method: str, seed: int, *, budget: int, workers: int, models: list[str],
             run_dir: Path, verdict_cache: Path | None = None, memory: Path | None = None,
             memory_mode: str = "off", stop=None, device: str = "auto", device_top_k: int = 8) -> dict[str, Any]:
@@ -307,7 +335,10 @@ def _run(args) -> int:
         raise UserError(f"--memory {args.memory} is for --memory-mode shared (cold uses no memory; loo keeps its "
                         "own under OUT/memory/).")
     budget = args.budget or suite.budget or 50
-    tasks = [load_task(t) for t in suite.tasks]
+    tasks, task_paths, unstarted = load_suite_tasks(suite, drafts=bool(args.models))
+    if not tasks:
+        raise UserError(f"no problem of {suite.path} can start: " + "; ".join(
+            f"{u['task']}: {u['reason']}" for u in unstarted[:5]) + ("; ..." if len(unstarted) > 5 else ""))
     names = [t.name for t in tasks]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -315,16 +346,20 @@ def _run(args) -> int:
                         f"is named after its task, so each task name must be unique in a suite).")
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = args.out or DEFAULT_ARCHIVES / "bench" / f"{suite.name}-{stamp}"
-    plan = plan_runs(list(zip(suite.tasks, tasks)), methods, seeds, out, args.memory_mode, args.memory)
+    plan = plan_runs(list(zip(task_paths, tasks)), methods, seeds, out, args.memory_mode, args.memory)
     methods = list(dict.fromkeys(p.method for p in plan))
+    if unstarted:
+        print(f"{len(unstarted)} of {len(suite.tasks)} problems have no starting kernel and count as unsolved "
+              f"(by category in the report): " + ", ".join(u["task"] for u in unstarted), flush=True)
     if args.report_only:
-        return _report_only(out, suite, tasks, plan, methods, seeds, budget)
+        return _report_only(out, suite, tasks, plan, methods, seeds, budget, unstarted)
     out.mkdir(parents=True, exist_ok=True)
     rows, failed = _run_plan(args, out, plan, budget)
     if not rows:
         raise UserError(f"no run of the bench finished; {len(failed)} failed:\n  " + "\n  ".join(failed))
     report = bench_report.write_report(out, rows, suite=suite.name, budget=budget, methods=methods, seeds=seeds,
-                                       levels={t.name: t.level for t in tasks}, left_out=failed)
+                                       levels={t.name: t.level for t in tasks}, left_out=failed,
+                                       unstarted=unstarted)
     report = _with_loo(out, report, rows, methods, seeds)
     print(f"\n{report}\nresults: {out / 'results.csv'}\nreport:  {out / 'report.md'}")
     if failed:
@@ -392,7 +427,7 @@ def _run_plan(args, out: Path, plan: list["PlannedRun"], budget: int) -> tuple[l
 
 
 def _report_only(out: Path, suite: Suite, tasks: list, plan: list["PlannedRun"], methods: list[str],
-                 seeds: list[int], budget: int) -> int:
+                 seeds: list[int], budget: int, unstarted: list[dict[str, Any]]) -> int:
     """Rewrite OUT's results.csv and report.md from the runs that ended; list the others."""
     from . import bench_report
     if not out.is_dir():
@@ -408,7 +443,8 @@ def _report_only(out: Path, suite: Suite, tasks: list, plan: list["PlannedRun"],
         raise UserError(f"--out {out} holds no finished run of this suite, methods and seeds at budget {budget}.")
     bench_report.write_csv(out / "results.csv", rows)
     report = bench_report.write_report(out, rows, suite=suite.name, budget=budget, methods=methods, seeds=seeds,
-                                       levels={t.name: t.level for t in tasks}, left_out=missing)
+                                       levels={t.name: t.level for t in tasks}, left_out=missing,
+                                       unstarted=unstarted)
     print(_with_loo(out, report, rows, methods, seeds))
     if missing:
         print(f"\nleft out of the report: {len(missing)} run(s): {', '.join(missing)}")

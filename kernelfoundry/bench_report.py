@@ -119,19 +119,21 @@ def comparable_tasks(rows: list[dict[str, Any]], methods: list[str], seeds: list
     return [t for t in tasks if all((t, m, s) in have for m in methods for s in seeds)]
 
 
-def method_metrics(rows: list[dict[str, Any]], levels: dict[str, int]) -> dict[str, dict[str, Any]]:
+def method_metrics(rows: list[dict[str, Any]], levels: dict[str, int],
+                   unstarted: list[dict[str, Any]] = ()) -> dict[str, dict[str, Any]]:
     """Per method: fast_p, geomean speedup, summed QD-score, ... (mean and sd over seeds).
 
     Compare methods only on rows of the same tasks (see :func:`comparable_tasks`): sums and
-    shares are taken over the rows given.
+    shares are taken over the rows given.  *unstarted* problems (no starting kernel, so no
+    run) count as unsolved in fast_p and the level pass rates, as KernelBench counts them.
     """
     by_method_seed: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
         by_method_seed[r["method"]][int(r["seed"])].append(r)
-    level_set = sorted({_level(r, levels) for r in rows})
+    level_set = sorted({_level(r, levels) for r in rows} | {int(u["level"]) for u in unstarted})
     out = {}
     for method, per_seed in by_method_seed.items():
-        per_seed_metrics = [_suite_metrics(rs, levels, level_set) for rs in per_seed.values()]
+        per_seed_metrics = [_suite_metrics(rs, levels, level_set, unstarted) for rs in per_seed.values()]
         agg: dict[str, Any] = {"seeds": len(per_seed_metrics)}
         for key in dict.fromkeys(k for m in per_seed_metrics for k in m):
             values = [m[key] for m in per_seed_metrics if m.get(key) is not None]
@@ -144,8 +146,9 @@ def _level(row: dict[str, Any], levels: dict[str, int]) -> int:
     return int(levels.get(row["task"], row["level"]))
 
 
-def _suite_metrics(rows: list[dict[str, Any]], levels: dict[str, int], level_set: list[int]) -> dict[str, Any]:
-    n = len(rows)
+def _suite_metrics(rows: list[dict[str, Any]], levels: dict[str, int], level_set: list[int],
+                   unstarted: list[dict[str, Any]] = ()) -> dict[str, Any]:
+    n = len(rows) + len(unstarted)
     speedups = [_speedup(r) for r in rows]
     m: dict[str, Any] = {}
     for p in FAST_P:
@@ -162,6 +165,8 @@ def _suite_metrics(rows: list[dict[str, Any]], levels: dict[str, int], level_set
     by_level: dict[int, list[float | None]] = defaultdict(list)
     for r, s in zip(rows, speedups):
         by_level[_level(r, levels)].append(s)
+    for u in unstarted:
+        by_level[int(u["level"])].append(None)
     for level in level_set:
         got = by_level.get(level)
         m[f"level{level}_pass"] = sum(1 for s in got if _solved(s)) / len(got) if got else None
@@ -181,18 +186,20 @@ def _fmt(pair: tuple[float | None, float | None], digits: int = 3) -> str:
 
 
 def write_report(out: Path, rows: list[dict[str, Any]], *, suite: str, budget: int, methods: list[str],
-                 seeds: list[int], levels: dict[str, int], left_out: list[str] = ()) -> str:
+                 seeds: list[int], levels: dict[str, int], left_out: list[str] = (),
+                 unstarted: list[dict[str, Any]] = ()) -> str:
     """Write OUT/report.md and the plots; returns the method table (also printed by the command).
 
     The method table and the curves compare methods on the tasks every method and seed
-    finished; the per-task tables show every row.  *left_out* names runs without a row.
+    finished; the per-task tables show every row.  *left_out* names runs without a row;
+    *unstarted* the problems without a starting kernel (``bench.load_suite_tasks``).
     """
     methods = [m for m in methods if any(r["method"] == m for r in rows)]
     common = comparable_tasks(rows, methods, seeds)
     compared = [r for r in rows if r["task"] in common]
     all_tasks = list(dict.fromkeys([*levels, *(r["task"] for r in rows)]))
     if compared:
-        metrics = method_metrics(compared, levels)
+        metrics = method_metrics(compared, levels, unstarted)
         keys = list(dict.fromkeys(k for agg in metrics.values() for k in agg if k != "seeds"))
         table = ["| method | " + " | ".join(keys) + " |", "|" + "---|" * (len(keys) + 1)]
         for method in methods:
@@ -206,6 +213,9 @@ def write_report(out: Path, rows: list[dict[str, Any]], *, suite: str, budget: i
     scope = (f"all {len(common)} tasks" if len(common) == len(all_tasks)
              else f"the {len(common)} of {len(all_tasks)} tasks that every method and seed finished "
                   f"({', '.join(common) or 'none'})")
+    if unstarted:
+        scope += (f", and the {len(unstarted)} problems without a starting kernel, counted as unsolved in "
+                  "fast_p and the pass rates")
     per_task = _per_task_table(rows, methods, levels)
     sol = _sol_table(rows, methods)
     compiled = _compile_table(rows, methods)
@@ -234,9 +244,26 @@ def write_report(out: Path, rows: list[dict[str, Any]], *, suite: str, budget: i
         "## Verifier seconds per gate (every candidate of every run that reached the gate)", "",
         *_gate_seconds_table(rows), "",
         *(["## Runs left out", "", *[f"- {r}" for r in left_out], ""] if left_out else []),
+        *_unstarted_section(unstarted),
         "## Curves", "", *[f"![{p.stem}]({p.name})" for p in plots], ""])
     (out / "report.md").write_text(text)
     return "\n".join(table)
+
+
+def _unstarted_section(unstarted: list[dict[str, Any]]) -> list[str]:
+    """Problems without a starting kernel, counted by category per level, then each with its reason."""
+    if not unstarted:
+        return []
+    counts: dict[tuple[str, int], int] = defaultdict(int)
+    for u in unstarted:
+        counts[(u["category"], int(u["level"]))] += 1
+    lines = ["## Problems without a starting kernel", "",
+             "No template for an op and no LLM to draft one (`--model`), or an import that failed "
+             "(docs/kernelbench.md). They have no run and count as unsolved.", "",
+             "| why | level | problems |", "|---|---|---|"]
+    lines += [f"| {cat} | {level} | {k} |" for (cat, level), k in sorted(counts.items(), key=lambda kv: -kv[1])]
+    lines += ["", *[f"- {u['task']} (level {u['level']}): {u['reason']}" for u in unstarted], ""]
+    return lines
 
 
 def _model_error_table(rows: list[dict[str, Any]]) -> list[str]:

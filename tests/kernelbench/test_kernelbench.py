@@ -229,3 +229,37 @@ def test_tile_columns_applies_to_a_generated_middle_dim_reduction(tasks):
     assert "tl.zeros([BLOCK_R, BLOCK_C]" in tiled and "triton.cdiv(reduce_1_in0.shape[1], BLOCK_C)" in tiled
     gate = check_trusted(tiled, task, profiles=("normal", "large"))
     assert gate.passed, gate.reason
+
+
+def test_a_problem_folder_bench_counts_problems_without_a_start_as_unsolved_by_category(tmp_path, cache,
+                                                                                        monkeypatch):
+    from kernelfoundry import bench_report
+    from kernelfoundry.bench import load_suite, load_suite_tasks
+    folder = tmp_path / "level2"
+    folder.mkdir()
+    (folder / "1_Swish_Scaled.py").write_text(FILES["1_Swish_Scaled"].read_text())
+    tail = "def get_inputs():\n    return [torch.randn(64, 64)]\ndef get_init_inputs():\n    return []\n"
+    head = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+    (folder / "2_Sort.py").write_text(head + "        return torch.sort(x, dim=1)[0]\n" + tail)
+    (folder / "3_Positive.py").write_text(head + "        return x[x > 0]\n" + tail)
+    tasks, paths, unstarted = load_suite_tasks(load_suite(folder), drafts=False)
+    assert [t.name for t in tasks] == ["1_Swish_Scaled"] and [p.name for p in paths] == ["1_Swish_Scaled.py"]
+    why = {u["task"]: u for u in unstarted}
+    assert set(why) == {"2_Sort", "3_Positive"} and all(u["level"] == 2 for u in unstarted)
+    assert why["2_Sort"]["category"].startswith("no template: aten.sort"), why["2_Sort"]
+    assert why["3_Positive"]["category"].startswith("import: ") and "data-dependent" in why["3_Positive"]["reason"]
+    # with an LLM the problem without a template starts (from drafts); the one that cannot import does not
+    tasks, _, unstarted = load_suite_tasks(load_suite(folder), drafts=True)
+    assert [t.name for t in tasks] == ["1_Swish_Scaled", "2_Sort"] and tasks[1].no_seed_reason
+    assert [u["task"] for u in unstarted] == ["3_Positive"]
+    # the report: fast_p over all three problems, the two unstarted ones by category
+    monkeypatch.setattr(bench_report, "_plot_curves", lambda out, rows: [])
+    rows = [{"task": "1_Swish_Scaled", "level": 2, "method": "m", "seed": 0, "best_objective": 2.0,
+             "qd_score": 1.0, "coverage": 0.1, "correctness_rate": 1.0, "llm_cost_usd": 0.0, "n_candidates": 4}]
+    _, _, unstarted = load_suite_tasks(load_suite(folder), drafts=False)
+    table = bench_report.write_report(tmp_path, rows, suite="level2", budget=4, methods=["m"], seeds=[0],
+                                      levels={"1_Swish_Scaled": 2}, unstarted=unstarted)
+    report = (tmp_path / "report.md").read_text()
+    assert "| m | 0.333 | 0.333 |" in table                       # fast_0, fast_1: 1 of 3 problems
+    assert "## Problems without a starting kernel" in report and "| no template: aten.sort" in report
+    assert "- 3_Positive (level 2): " in report
