@@ -1,5 +1,8 @@
 """KernelFoundry: evolutionary quality-diversity search for fast Triton kernels."""
 
+import functools
+import importlib.resources
+import os
 from pathlib import Path
 
 __version__ = "0.1.0"
@@ -7,3 +10,23 @@ __version__ = "0.1.0"
 #: Repository root when running from a checkout (holds hardware/, prompts/, experiments/).
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_DIR = PACKAGE_DIR.parent
+
+#: Shipped data: ``kernelfoundry/data/<name>`` (``hardware``, ``prompts``).  In a checkout these are
+#: symbolic links to the repository's ``hardware/`` and ``prompts/`` (the files git holds); a built
+#: wheel holds copies.  See docs/packaging.md.
+DATA_NAMES = ("hardware", "prompts")
+
+
+@functools.lru_cache(maxsize=None)
+def data_dir(name: str) -> Path:
+    """The directory of the shipped data *name* (one of :data:`DATA_NAMES`), found through
+    :mod:`importlib.resources`; in a checkout whose links did not survive (a Windows clone),
+    the repository's own folder.  The path may not exist: callers name it in their errors."""
+    if name not in DATA_NAMES:
+        raise ValueError(f"unknown package data {name!r}; known: {', '.join(DATA_NAMES)}")
+    shipped = importlib.resources.files(__name__).joinpath("data").joinpath(name)
+    if isinstance(shipped, os.PathLike) and Path(shipped).is_dir():
+        return Path(shipped).resolve()
+    if (REPO_DIR / name).is_dir() and (REPO_DIR / "pyproject.toml").is_file():
+        return REPO_DIR / name
+    return Path(str(shipped))

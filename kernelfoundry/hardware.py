@@ -1,4 +1,4 @@
-"""``python -m kernelfoundry.hardware [NAME ...] [--json]``: list the hardware library.
+"""``python -m kernelfoundry.hardware [NAME ...] [--json] [--hardware-dir DIR]``: list the hardware library.
 
 Without names: one line per target with its headline figures.  With names (or paths
 of hardware .yaml files): every field of each, validated.
@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 
 from .errors import UserError
-from .perfmodel.hardware import HARDWARE_DIR, list_hardware, load_hardware
+from .perfmodel.hardware import HARDWARE_DIR, HARDWARE_DIR_ENV, list_hardware, load_hardware
 
 
 def _table() -> list[str]:
@@ -29,10 +31,18 @@ def _table() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kernelfoundry.hardware",
-                                     description=f"List the hardware library ({HARDWARE_DIR}).")
+                                     description=f"List the hardware library ({HARDWARE_DIR}) and your own "
+                                                 f"hardware directories (${HARDWARE_DIR_ENV}, --hardware-dir).")
     parser.add_argument("names", nargs="*", help="hardware names or .yaml paths to show in full")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.add_argument("--hardware-dir", action="append", default=[], type=Path, metavar="DIR",
+                        help=f"a directory of your own hardware .yaml files, searched before the library "
+                             f"(repeatable; adds to ${HARDWARE_DIR_ENV}, which every command reads)")
     args = parser.parse_args(argv)
+    if args.hardware_dir:
+        old = os.environ.get(HARDWARE_DIR_ENV, "")
+        os.environ[HARDWARE_DIR_ENV] = os.pathsep.join([str(d.expanduser().resolve()) for d in args.hardware_dir]
+                                                       + ([old] if old else []))
     try:
         if not args.names:
             if args.json:

@@ -9,12 +9,12 @@ from typing import Any
 
 import yaml
 
-from ..perfmodel.hardware import HARDWARE_DIR, HardwareSpec, load_hardware
+from ..perfmodel.hardware import HardwareSpec, load_hardware, writable_hardware_dir
 from .rows import CalibrationError
 
 
 def default_path(base: HardwareSpec, date: str) -> Path:
-    return HARDWARE_DIR / f"{base.name}-calibrated-{date}.yaml"
+    return writable_hardware_dir() / f"{base.name}-calibrated-{date}.yaml"
 
 
 def render(base: HardwareSpec, values: dict[str, float], *, name: str, note: str,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -16,11 +17,14 @@ from typing import Any
 
 import yaml
 
-from .. import REPO_DIR
+from .. import data_dir
 from ..errors import HardwareError
 
-#: Where ``load_hardware("h100")`` looks.
-HARDWARE_DIR = REPO_DIR / "hardware"
+#: The shipped hardware library (package data; the repository's ``hardware/`` in a checkout).
+HARDWARE_DIR = data_dir("hardware")
+#: Environment variable naming the user's hardware directories (``os.pathsep``-separated), searched
+#: before :data:`HARDWARE_DIR`: a file there adds a target or replaces the shipped one of that name.
+HARDWARE_DIR_ENV = "KERNELFOUNDRY_HARDWARE_DIR"
 
 #: Dtype keys of ``matrix_tflops`` / ``vector_tflops`` (the model's dtype classes).
 DTYPE_KEYS = ("fp16", "bf16", "fp32", "fp8", "int8", "fp64")
@@ -164,11 +168,29 @@ class HardwareSpec:
         return d
 
 
+def user_hardware_dirs() -> list[Path]:
+    """The directories of ``$KERNELFOUNDRY_HARDWARE_DIR``, in order; raises :class:`HardwareError`
+    naming one that is not a directory.  Read at each call: a command's ``--hardware-dir`` sets it."""
+    dirs = [Path(d).expanduser() for d in os.environ.get(HARDWARE_DIR_ENV, "").split(os.pathsep) if d.strip()]
+    for d in dirs:
+        if not d.is_dir():
+            raise HardwareError(f"hardware directory {d} (from ${HARDWARE_DIR_ENV}) is not a directory.")
+    return dirs
+
+
+def hardware_dirs() -> list[Path]:
+    """Where ``load_hardware(name)`` looks, in order: the user's directories, then :data:`HARDWARE_DIR`."""
+    return [*user_hardware_dirs(), HARDWARE_DIR]
+
+
+def writable_hardware_dir() -> Path:
+    """Where a new hardware file goes by default: the first user directory, else the library."""
+    return (user_hardware_dirs() or [HARDWARE_DIR])[0]
+
+
 def list_hardware() -> list[str]:
-    """Names of the hardware files in the library, sorted."""
-    if not HARDWARE_DIR.is_dir():
-        return []
-    return sorted(p.stem for p in HARDWARE_DIR.glob("*.yaml"))
+    """Names of the hardware files in the library and the user's directories, sorted."""
+    return sorted({p.stem for d in hardware_dirs() if d.is_dir() for p in d.glob("*.yaml")})
 
 
 _CACHE: dict[tuple[str, float], HardwareSpec] = {}
@@ -179,11 +201,14 @@ def load_hardware(name_or_path: str | Path) -> HardwareSpec:
     text = str(name_or_path)
     path = Path(text)
     if not (text.endswith((".yaml", ".yml")) or path.is_file()):
-        path = HARDWARE_DIR / f"{text}.yaml"
+        dirs = hardware_dirs()
+        path = next((d / f"{text}.yaml" for d in dirs if (d / f"{text}.yaml").is_file()), dirs[0] / f"{text}.yaml")
         if not path.is_file():
             known = ", ".join(list_hardware()) or "(none)"
-            raise HardwareError(f"unknown hardware '{text}'; known hardware: {known} "
-                                f"(files in {HARDWARE_DIR}), or give the path of a hardware .yaml file.")
+            missing = "" if HARDWARE_DIR.is_dir() else f"; the hardware library {HARDWARE_DIR} is missing"
+            raise HardwareError(f"unknown hardware '{text}': no {text}.yaml in {', '.join(map(str, dirs))}"
+                                f"{missing}; known hardware: {known}; give the path of a hardware .yaml file, "
+                                f"or a directory of them with --hardware-dir / ${HARDWARE_DIR_ENV}.")
     if not path.is_file():
         raise HardwareError(f"hardware file {path} does not exist.")
     key = (str(path.resolve()), path.stat().st_mtime)

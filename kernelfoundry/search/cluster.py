@@ -18,8 +18,8 @@ from pathlib import Path
 from .. import PACKAGE_DIR, REPO_DIR
 from ..errors import UserError
 
-#: what a worker needs besides the dependencies: the package and the data it reads at run time
-SHIPPED_DIRS = ("kernelfoundry", "hardware", "prompts")
+#: what a worker needs besides the dependencies: the package, with the data it reads at run time (kernelfoundry/data)
+SHIPPED_DIRS = ("kernelfoundry",)
 SHIPPED_EXCLUDES = ["__pycache__", "*.pyc", "*.so"]
 
 
