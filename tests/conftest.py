@@ -44,3 +44,21 @@ def job_module(tmp_path_factory):
         os.environ.pop("PYTHONPATH", None)
     else:
         os.environ["PYTHONPATH"] = old
+
+
+#: Fixtures (and test folders) that place a test in the ``ray`` / ``sandbox`` tiers.
+RAY_FIXTURES = {"ray_local"}
+SANDBOX_FIXTURES = {"job_module"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark tests by what they start: a local Ray instance (``ray``), sandboxed children (``sandbox``).
+
+    A test module that starts Ray itself says so with ``pytestmark = pytest.mark.ray``."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & RAY_FIXTURES:
+            item.add_marker(pytest.mark.ray)
+        parts = item.path.parts
+        if fixtures & SANDBOX_FIXTURES or "sandbox" in parts or "adversarial" in parts:
+            item.add_marker(pytest.mark.sandbox)
