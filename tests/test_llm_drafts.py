@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelfoundry import REPO_DIR
 from kernelfoundry.evolve import main as evolve_main
 from kernelfoundry.mutate.replay import reset_replay
 from kernelfoundry.store import RunStore
@@ -353,3 +354,16 @@ def test_a_resumed_run_counts_its_stored_drafts_and_goes_on_from_the_first_that_
     assert worker.jobs[2]["previous"] == {"n": 2, "id": 1, "source": "DRAFT 2 FAIL"}
     assert summary["n_candidates"] == 8 and summary["drafts"]["count"] == 3
     assert summary["drafts"]["passed_candidate"] == 2 and summary["finished"]
+
+
+def test_without_the_project_tasks_the_draft_example_is_the_shipped_one(monkeypatch, tmp_path):
+    """An installed package has no experiments/ folder: the example comes from the package data."""
+    from kernelfoundry import data_dir
+    from kernelfoundry.search import drafts
+    from kernelfoundry.task import load_task
+    task = load_task(REPO_DIR / "experiments" / "tasks" / "softmax.yaml")
+    monkeypatch.setattr(drafts, "PROJECT_TASKS", tmp_path / "no-such-folder")
+    example = drafts.project_example(task, ["h100"])
+    assert example["name"] == "draft_example.py" and "installed package" in example["why"]
+    assert example["source"] == (data_dir("prompts") / "draft_example.py").read_text()
+    assert "PARAMS" in example["source"] and "def launch" in example["source"]

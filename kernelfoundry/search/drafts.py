@@ -180,8 +180,8 @@ def project_example(task, hardware: list[str], sig=None) -> dict[str, str]:
             continue
         w = similarity(sig, signature_of(other, hardware))
         ranked.append((-w, other.name, other.seeds[0].name, source))
-    if not ranked:
-        raise UserError(f"no project seed kernel under {PROJECT_TASKS} can serve as the draft prompt's example.")
+    if not ranked:                          # an installed package: no experiments/ folder
+        return shipped_example(sig.op_kind)
     ranked.sort()
     w, name, file, source = ranked[0]
     if -w > 0:
@@ -190,3 +190,17 @@ def project_example(task, hardware: list[str], sig=None) -> dict[str, str]:
     fallback = next((r for r in ranked if r[1] == FALLBACK_EXAMPLE), ranked[0])
     return example_entry(fallback[2], fallback[3], f"no project task is a {sig.op_kind} op; the plainest "
                                                    "seed of the project")
+
+
+def shipped_example(op_kind: str) -> dict[str, str]:
+    """The example an installed package ships (``prompts/draft_example.py``, the relu seed),
+    for when the project's tasks are not there."""
+    from .. import data_dir
+    path = data_dir("prompts") / "draft_example.py"
+    try:
+        source = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"no example kernel for the draft prompt: {PROJECT_TASKS} is not there and {path} cannot "
+                        f"be read ({exc}).") from None
+    return example_entry(path.name, source, f"no project task is at hand (an installed package); the plainest "
+                                            f"complete module, although the task is a {op_kind} op")

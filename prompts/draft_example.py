@@ -1,0 +1,1 @@
+../experiments/tasks/kernels/relu_naive.py
