@@ -25,6 +25,7 @@ from .arms import RECORDER
 from ..sandbox.channel import BlobWriter
 from .guard import DispatchGuard
 from .inputs import InputFactory, digest
+from .tiled import placed
 from .loader import CandidateTimeout, LoadedCandidate, describe_exception, time_limit
 from .trace_hooks import LaunchContext, Session, active
 from .trace_loops import CONTROL, LoopLimit
@@ -203,7 +204,8 @@ def run_check(cand: LoadedCandidate, task: Task, run: dict[str, Any], *, seed: i
               blob: BlobWriter, timeout: float | None) -> dict[str, Any]:
     """One planned run: outputs and facts for the judge; raises :class:`RunFailed`."""
     factory = InputFactory(task, seed)
-    inputs = factory.make(run["shape"], run["profile"], call=run["call"])
+    # every input sits where the trace's do (an aligned mapping of its own): its address tells nothing
+    inputs = [placed(t) for t in factory.make(run["shape"], run["profile"], call=run["call"])]
     before = [digest(t) for t in inputs]
     spans = [_storage_span(t) for t in inputs]
     params = {**run["config"], **hints}
@@ -221,7 +223,7 @@ def run_check(cand: LoadedCandidate, task: Task, run: dict[str, Any], *, seed: i
                      contiguous=bool(out.is_contiguous()))
         record["outputs"].append(entry)
     if run.get("repeat"):
-        again = factory.make(run["shape"], run["profile"], call=run["call"])
+        again = [placed(t) for t in factory.make(run["shape"], run["profile"], call=run["call"])]
         second, _ = _call(cand, again, params, order_seed=run["order_seed"], timeout=timeout)
         first_starts = {_storage_span(t)[0] for t in outputs}
         record["repeat"] = [{**_put_output(blob, out), "same_buffer": _storage_span(out)[0] in first_starts}
@@ -259,7 +261,7 @@ def probe_programs(cand: LoadedCandidate, task: Task, env: dict[str, int], param
     """Programs of each launch ``launch`` would make at *env* (no kernel runs), or None when the
     dry run fails."""
     from .inputs import TORCH_DTYPES
-    inputs = [torch.zeros(spec.concrete_shape(env), dtype=TORCH_DTYPES[spec.dtype]) for spec in task.inputs]
+    inputs = [placed(torch.zeros(spec.concrete_shape(env), dtype=TORCH_DTYPES[spec.dtype])) for spec in task.inputs]
     guard = DispatchGuard(poison_empty=False)
     session = GridProbe(guard=guard, candidate_file=str(cand.path))
     try:

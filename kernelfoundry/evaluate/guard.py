@@ -55,6 +55,34 @@ def _describe(func: Any) -> str:
     return f"aten.{name} computes with torch"
 
 
+def _aligned(func: Any, args: tuple, kwargs: dict) -> torch.Tensor | None:
+    """The allocation *func* asks for, placed where every input lives (:func:`tiled.aligned_empty`: a
+    2 MiB-aligned mapping of its own, zero pages committed only where written), strides kept; None where
+    that does not apply (not a strided CPU tensor) or mapping fails (the allocator's own then).  The
+    allocator's addresses depend on the size asked for and on the job's history (a large buffer is mapped
+    page-aligned, a small one comes from the heap), so a kernel could tell the target's trace from the
+    checks by its own output's address."""
+    proto = next((a for a in args if isinstance(a, torch.Tensor)), None)      # *_like, new_*
+    device = kwargs.get("device")
+    device = torch.device(device) if device is not None else (proto.device if proto is not None else None)
+    if (device is not None and device.type != "cpu") or kwargs.get("layout") not in (None, torch.strided):
+        return None
+    try:
+        meta = func(*args, **{**kwargs, "device": torch.device("meta"), "pin_memory": False}
+                    if "pin_memory" in kwargs else {**kwargs, "device": torch.device("meta")})
+    except Exception:  # noqa: BLE001 - an allocation meta cannot describe: the allocator's own
+        return None
+    if not isinstance(meta, torch.Tensor) or meta.layout != torch.strided or meta.dtype.is_complex:
+        return None
+    from .tiled import aligned_empty
+    elements = 0 if meta.numel() == 0 else \
+        meta.storage_offset() + 1 + sum((n - 1) * st for n, st in zip(meta.shape, meta.stride()))
+    base = aligned_empty((elements,), meta.dtype)
+    if base is None:
+        return None
+    return base.as_strided(tuple(meta.shape), tuple(meta.stride()), meta.storage_offset())
+
+
 class DispatchGuard(TorchDispatchMode):
     """Refuse every aten op but allocations and views; poison ``empty*`` results when *poison_empty*."""
 
@@ -81,7 +109,9 @@ class DispatchGuard(TorchDispatchMode):
         if self._paused:
             return func(*args, **kwargs)
         if func in EMPTY_OPS or func in ZERO_OPS:
-            out = func(*args, **kwargs)
+            out = _aligned(func, args, kwargs)
+            if out is None:
+                out = func(*args, **kwargs)
             if func in EMPTY_OPS and self.poison_empty and (
                     self.poison_max_bytes is None or out.numel() * out.element_size() <= self.poison_max_bytes):
                 poison(out)

@@ -10,6 +10,11 @@ values repeat with the tile's period, which no kernel can exploit for speed with
 being wrong on real data (correctness runs use fresh non-repeating inputs).
 Linux only; elsewhere (or when mapping fails) the input is filled directly when small
 enough, else left untouched as before.
+
+Every input the candidate sees, at a check, span or target shape, starts at an address that is a
+multiple of :data:`INPUT_ALIGN` (2 MiB) in a mapping of its own (:func:`placed`, and the tiled
+reservation here): where an input lives tells a kernel nothing about which run it is in (a
+``x.data_ptr() % 4096 == 0`` test used to be true at the target shape only).
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ import torch
 DIRECT_BYTES = 16 << 20
 MIN_TILE_BYTES = 2 << 20
 MAX_MAPPINGS = 8192
+#: Every input starts at a multiple of this (the huge-page size: large anonymous mappings get it anyway).
+INPUT_ALIGN = 2 << 20
 
 _PROT_NONE, _PROT_RW = 0x0, 0x1 | 0x2
 _MAP_SHARED, _MAP_PRIVATE, _MAP_FIXED, _MAP_ANONYMOUS, _MAP_NORESERVE = 0x01, 0x02, 0x10, 0x20, 0x4000
@@ -47,12 +54,14 @@ class TiledMapping:
     address: int
     length: int
     fd: int
+    reserved: tuple[int, int] = (0, 0)         # the whole reservation (base, length) to unmap
     _released: bool = field(default=False, repr=False)
 
     def release(self) -> None:
         if not self._released:
             self._released = True
-            _libc().munmap(ctypes.c_void_p(self.address), self.length)
+            base, length = self.reserved if self.reserved[1] else (self.address, self.length)
+            _libc().munmap(ctypes.c_void_p(base), length)
             os.close(self.fd)
 
 
@@ -68,18 +77,20 @@ def _map_tiles(tile: bytes, total: int) -> TiledMapping | None:
     try:
         os.ftruncate(fd, tile_len)
         os.pwrite(fd, tile, 0)
-        base = libc.mmap(None, length, _PROT_NONE, _MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_NORESERVE, -1, 0)
-        if base in (None, ctypes.c_void_p(-1).value):
+        reserved = length + INPUT_ALIGN
+        start = libc.mmap(None, reserved, _PROT_NONE, _MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_NORESERVE, -1, 0)
+        if start in (None, ctypes.c_void_p(-1).value):
             raise OSError(ctypes.get_errno(), "mmap reserve failed")
+        base = start + (-start) % INPUT_ALIGN
         for i in range(count):
             got = libc.mmap(base + i * tile_len, tile_len, _PROT_RW, _MAP_PRIVATE | _MAP_FIXED, fd, 0)
             if got != base + i * tile_len:
-                libc.munmap(ctypes.c_void_p(base), length)
+                libc.munmap(ctypes.c_void_p(start), reserved)
                 raise OSError(ctypes.get_errno(), "mmap of a tile failed")
     except OSError:
         os.close(fd)
         return None
-    return TiledMapping(address=base, length=length, fd=fd)
+    return TiledMapping(address=base, length=length, fd=fd, reserved=(start, reserved))
 
 
 def tile_bytes_for(total: int, elem_bytes: int) -> int:
@@ -103,6 +114,31 @@ def tiled_tensor(shape: tuple[int, ...], dtype: torch.dtype, tile: torch.Tensor)
     return flat.view(dtype).view(shape), mapping
 
 
+def aligned_empty(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor | None:
+    """A contiguous tensor at the start of an :data:`INPUT_ALIGN`-aligned private anonymous mapping of its
+    own (zero pages, committed only where written; freed with the tensor), or None when mapping fails."""
+    nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+    try:
+        memory = mmap.mmap(-1, nbytes + INPUT_ALIGN, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    except (OSError, ValueError, AttributeError, OverflowError):
+        return None
+    view = ctypes.c_char.from_buffer(memory)
+    offset = (-ctypes.addressof(view)) % INPUT_ALIGN
+    del view                                    # (an exported pointer would pin the mapping forever)
+    raw = torch.frombuffer(memory, dtype=torch.uint8, count=max(nbytes, 1), offset=offset)[:nbytes]
+    return raw.view(dtype).view(tuple(shape))
+
+
+def placed(tensor: torch.Tensor) -> torch.Tensor:
+    """A copy of *tensor* (contiguous) where :func:`aligned_empty` puts it, as every trace input is;
+    *tensor* itself when mapping fails."""
+    out = aligned_empty(tuple(tensor.shape), tensor.dtype)
+    if out is None:
+        return tensor
+    out.copy_(tensor.detach())
+    return out
+
+
 def filled_input(shape: tuple[int, ...], dtype: torch.dtype, make_values,
                  ) -> tuple[torch.Tensor, TiledMapping | None]:
     """An input of *shape* filled by ``make_values(n_elements) -> 1-D tensor of dtype``.
@@ -113,7 +149,7 @@ def filled_input(shape: tuple[int, ...], dtype: torch.dtype, make_values,
     elem = torch.empty((), dtype=dtype).element_size()
     numel = math.prod(shape)
     if numel * elem <= DIRECT_BYTES:
-        return make_values(numel).view(shape), None
+        return placed(make_values(numel).view(shape)), None
     tile_len = tile_bytes_for(numel * elem, elem) // elem
     tiled = tiled_tensor(shape, dtype, make_values(tile_len))
     if tiled is None:
