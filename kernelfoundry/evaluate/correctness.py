@@ -4,15 +4,16 @@ The driver plans the runs (:func:`plan_runs`): the default config on every value
 profile at the smallest check shape (the first run repeated for determinism) and on
 "normal", "large" and one more profile drawn by the seed at the larger check shapes,
 every other
-kernel config at every check shape with the "normal" profile, and the span shape
-(:mod:`span_shape`: rows spanning several blocks) with the default config and the
-config with the largest blocks.  Every run executes its programs in a seeded
-shuffled order.  The sandboxed child runs them and reports raw outputs
+kernel config at every check shape with the "normal" profile; for the configs the model
+picks (:mod:`confirm`), the span and grid-span shapes (:mod:`span_shape`: rows spanning
+several blocks, many programs) on "normal" and the long-row shape on the "offset"
+profile (rows near the target's length, values far from zero).  Every run executes its
+programs in a seeded shuffled order.  The sandboxed child runs them and reports raw outputs
 (:mod:`child_check`); the judge here, which never imports candidate code, draws the
 same inputs, runs the task's reference, and checks: output count, shapes, dtypes,
 values (NaN-poisoned ``empty*`` outputs expose unwritten elements), outputs written
 by a kernel and not aliasing an input, inputs unmodified, and the repeat bit-for-bit
-identical in a fresh buffer.  Reasons name the shape, profile, config, the error
+identical in a fresh buffer; atol follows the outputs' scale (:func:`output_scale`).  Reasons name the shape, profile, config, the error
 size and where mismatches cluster.
 """
 
@@ -29,9 +30,9 @@ import torch
 from ..candidate import config_key
 from ..task import Task
 from ..sandbox.channel import BlobReader, ChannelError
-from .inputs import WIDE_ONLY, InputFactory, digest, profiles_for
+from .inputs import LONG_PROFILE, WIDE_ONLY, InputFactory, digest, profiles_for
 from .records import GateResult
-from .span_shape import block_size, grid_span_shape, span_shape
+from .span_shape import block_size, grid_span_shape, long_shape, span_shape
 
 
 class CheckFailure(Exception):
@@ -63,10 +64,11 @@ class Run:
     profile: str
     config: dict[str, Any]
     span: bool = False
+    long: bool = False
 
     def __str__(self) -> str:
         shape = ", ".join(f"{k}={v}" for k, v in self.shape.items())
-        what = "span shape" if self.span else "shape"
+        what = "long-row shape" if self.long else "span shape" if self.span else "shape"
         return f"{what} {{{shape}}}, profile '{self.profile}', config {config_key(self.config) or 'default'}"
 
 
@@ -118,6 +120,7 @@ def plan_span_runs(task: Task, probes: Any, configs: list[dict[str, Any]], *, se
     by_key = {config_key(p["config"]): p for p in probes if isinstance(p, dict) and isinstance(p.get("config"), dict)} \
         if isinstance(probes, list) else {}
     runs = []
+    floats = len(profiles_for(task)) > 1
     for config in configs:
         probe = by_key.get(config_key(config), {})
         shapes = [span_shape(task, config, probe)] + ([grid_span_shape(task, config, probe)] if grid else [])
@@ -125,6 +128,11 @@ def plan_span_runs(task: Task, probes: Any, configs: list[dict[str, Any]], *, se
             if env is not None and env not in [r["shape"] for r in runs if r["config"] == config] \
                     and _reference_runs_at(task, env):
                 runs.append({"shape": env, "profile": "normal", "config": dict(config), "span": True})
+        # few rows, as long as the budget allows, on values far from zero (see inputs.LONG_PROFILE): the
+        # value ranges of the check shapes, at row lengths near the target's
+        env = long_shape(task, config, probe) if floats else None
+        if env is not None and _reference_runs_at(task, env):
+            runs.append({"shape": env, "profile": LONG_PROFILE, "config": dict(config), "span": True, "long": True})
     return _number(runs, seed=seed, first_call=first_call)
 
 
@@ -241,20 +249,40 @@ def describe_mismatch(bad: np.ndarray) -> str:
             f"{_span_text(cols, 'column')}; first at [{r}, {c}]")
 
 
-def output_scale(ref: np.ndarray) -> float:
-    """The magnitude the absolute tolerance applies to: max(1, root-mean-square of the finite reference).
-
-    A task's atol is written for unit-scale data; at the 'large' and 'wide' profiles (x1e3, x1e5) the
-    reference's own fp32 rounding exceeds it (a LayerNorm with large weights, a TF32 GEMM), so an
-    honest kernel would pass or fail by seed.  Below unit scale atol stays as written.
-    """
+def rms(ref: np.ndarray) -> float:
+    """The root-mean-square of the finite values of *ref* (0 when there are none)."""
     finite = ref[np.isfinite(ref)]
-    return max(1.0, float(np.sqrt(np.mean(finite * finite)))) if finite.size else 1.0
+    return float(np.sqrt(np.mean(finite * finite))) if finite.size else 0.0
 
 
-def compare(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> str | None:
+#: An output may shrink this far below its size at the smallest check shape before atol shrinks with it
+#: (the draws differ a little; at the smallest check shape itself nothing changes).
+SCALE_SLACK = 2.0
+#: atol is never scaled below this fraction of itself (an all-zero reference keeps a tolerance).
+SCALE_FLOOR = 1e-6
+
+
+def output_scale(ref: np.ndarray, base: float | None = None) -> float:
+    """The magnitude the absolute tolerance applies to.
+
+    A task's atol is written for its outputs at the check shapes.  Above unit scale it grows with the
+    reference's root-mean-square (at the 'large' and 'wide' profiles, x1e3 and x1e5, the reference's own
+    fp32 rounding exceeds it: a LayerNorm with large weights, a TF32 GEMM).  With *base*, the RMS of the
+    same output at the smallest check shape on the same profile, it also shrinks with the output: where
+    the output is much smaller than there (a softmax over 200K columns: 1e-6..1e-5, against atol 1e-5),
+    atol keeps its ratio to the output's RMS (with :data:`SCALE_SLACK`), so an error of 1% of every value
+    cannot hide under it.  It never grows past the unscaled rule.
+    """
+    r = rms(ref)
+    scale = max(1.0, r)
+    if base is not None and base > 0 and math.isfinite(base):
+        scale = min(scale, max(SCALE_FLOOR, SCALE_SLACK * max(1.0, base) * r / base))
+    return scale
+
+
+def compare(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float, base: float | None = None) -> str | None:
     """``None`` if *out* matches *ref* (allclose with atol scaled by :func:`output_scale`, NaN where
-    the reference has NaN); else why not."""
+    the reference has NaN); else why not.  *base*: see :func:`output_scale`."""
     if tuple(out.shape) != tuple(ref.shape):
         return f"has shape {tuple(out.shape)}, the reference {tuple(ref.shape)}"
     if out.dtype != ref.dtype:
@@ -268,7 +296,7 @@ def compare(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> s
                 f"reference is finite: {describe_mismatch(nonfinite)}; outputs start NaN-poisoned, so NaN "
                 "usually marks elements the kernel never wrote")
     with np.errstate(all="ignore"):
-        scale = output_scale(r)
+        scale = output_scale(r, base)
         close = np.isclose(o, r, rtol=rtol, atol=atol * scale, equal_nan=True)
         if close.all():
             return None
@@ -278,9 +306,24 @@ def compare(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> s
         rel = (np.abs(o - r) / np.abs(r))[both & (np.abs(r) > 0)]
     max_abs = float(err.max()) if err.size else math.inf
     max_rel = float(rel.max()) if rel.size else math.inf
-    scaled = f" x output scale {scale:.3g}" if scale > 1.0 else ""
+    scaled = f" x output scale {scale:.3g}" if scale != 1.0 else ""
     return (f"{int(bad.sum())} of {o.size} elements differ (max abs err {max_abs:.3g}, max rel err "
             f"{max_rel:.3g}; atol {atol:g}{scaled}, rtol {rtol:g}): {describe_mismatch(bad)}")
+
+
+_BASE_RMS: dict[tuple, list[float]] = {}
+
+
+def base_rms(task: Task, profile: str) -> list[float]:
+    """Per output, the reference's RMS at the task's smallest check shape on *profile* (a draw of the
+    task's own, seed 0: the candidate cannot move it), cached per task."""
+    env = min(task.check_shapes, key=lambda e: sum(math.prod(s) for s in task.input_shapes(e).values()))
+    key = (task.name, task.reference, profile, tuple(sorted(env.items())))
+    if key not in _BASE_RMS:
+        inputs = InputFactory(task, 0).make(env, profile, call=0)
+        outputs = _as_list(load_reference(task)(*inputs))
+        _BASE_RMS[key] = [rms(t.detach().to(torch.float64).numpy()) for t in outputs]
+    return _BASE_RMS[key]
 
 
 _TORCH_DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
@@ -327,7 +370,8 @@ class Judge:
         if not isinstance(records, list) or len(records) > len(self.plan):
             raise MalformedReport("the report holds more runs than were planned")
         for index, planned in enumerate(self.plan):
-            run = Run(planned["shape"], planned["profile"], planned["config"], planned.get("span", False))
+            run = Run(planned["shape"], planned["profile"], planned["config"], planned.get("span", False),
+                      planned.get("long", False))
             try:
                 if index >= len(records):
                     if failed_at != index or not isinstance(error, str):
@@ -369,8 +413,9 @@ class Judge:
                 raise CheckFailure(f"launch modified its input '{name}'; inputs are read-only.")
         if len(outputs) != len(expected):
             raise CheckFailure(f"launch returned {len(outputs)} tensor(s); the reference returns {len(expected)}.")
+        bases = base_rms(self.task, planned["profile"])
         for i, (out, ref) in enumerate(zip(outputs, expected)):
-            problem = compare(out, ref, self.task.atol, self.task.rtol)
+            problem = compare(out, ref, self.task.atol, self.task.rtol, bases[i] if i < len(bases) else None)
             if problem:
                 raise CheckFailure(f"output {i} {problem}.")
             if ref.is_contiguous() and record["outputs"][i].get("contiguous") is False:

@@ -37,6 +37,15 @@ PROFILE_DOC = {
 }
 #: Profiles that only apply when some float input is wider than 16 bits.
 WIDE_ONLY = ("wide",)
+#: The profile of the long-row run (:func:`correctness.plan_span_runs`), never a check shape's: values far
+#: from zero (one-pass variances cancel, exp without a max subtraction overflows) and a ramp along the last
+#: dimension, rising in even rows and falling in odd ones, so a row's largest values sit at one end (a max
+#: taken over part of a row misses them).
+LONG_PROFILE = "offset"
+PROFILE_DOC[LONG_PROFILE] = ("1e5 + 1e3 x standard normal + a ramp of 2e3 along the last dimension (rising in "
+                             "even rows, falling in odd ones); 16-bit inputs: the same without the 1e5")
+#: Ramp height and offset of :data:`LONG_PROFILE` (16-bit float inputs get no offset: fp16 ends at 65504).
+RAMP, OFFSET = 2e3, 1e5
 
 
 def profiles_for(task: Task, wanted: tuple[str, ...] = PROFILES) -> tuple[str, ...]:
@@ -50,7 +59,19 @@ def profiles_for(task: Task, wanted: tuple[str, ...] = PROFILES) -> tuple[str, .
 FILL_LIMIT_BYTES = 64 << 20
 
 
-def _float_values(profile: str, shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
+def _ramp(shape: tuple[int, ...]) -> torch.Tensor:
+    """0..1 along the last dimension, reversed in every odd row (a row: one index of the leading dims)."""
+    last = shape[-1] if shape else 1
+    rows = math.prod(shape[:-1]) if shape else 1
+    up = torch.linspace(0.0, 1.0, last, dtype=torch.float32) if last > 1 else torch.zeros(max(last, 0))
+    ramp = up.repeat(rows, 1)
+    ramp[1::2] = 1.0 - ramp[1::2]
+    return ramp.reshape(shape)
+
+
+def _float_values(profile: str, shape: tuple[int, ...], gen: torch.Generator, *, narrow: bool = False
+                  ) -> torch.Tensor:
+    """Values of *profile*; *narrow*: for a 16-bit float input (the long-row profile stays in fp16's range)."""
     normal = torch.randn(shape, generator=gen, dtype=torch.float32)
     if profile == "normal":
         return normal
@@ -67,7 +88,9 @@ def _float_values(profile: str, shape: tuple[int, ...], gen: torch.Generator) ->
         return normal * keep
     if profile == "wide":
         return normal * 1e5
-    raise ValueError(f"unknown value profile {profile!r}; known: {', '.join(PROFILES)}")
+    if profile == LONG_PROFILE:
+        return (0.0 if narrow else OFFSET) + normal * 1e3 + RAMP * _ramp(shape)
+    raise ValueError(f"unknown value profile {profile!r}; known: {', '.join(PROFILES + (LONG_PROFILE,))}")
 
 
 class InputFactory:
@@ -92,7 +115,8 @@ class InputFactory:
             shape = spec.concrete_shape(env)
             dtype = TORCH_DTYPES[spec.dtype]
             if spec.is_float:
-                tensors.append(_float_values(profile, shape, gen).to(dtype))
+                narrow = spec.dtype in ("float16", "bfloat16")
+                tensors.append(_float_values(profile, shape, gen, narrow=narrow).to(dtype))
             elif spec.dtype == "bool":
                 tensors.append(torch.randint(0, 2, shape, generator=gen).bool())
             else:

@@ -149,3 +149,45 @@ def grid_span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -
         d = max((d for d in loops if env[d] > ROWS), key=lambda s: env[s])
         env[d] = max(ROWS, env[d] // 2 + 1)
     return _finish(task, env, symbols)
+
+
+#: The long-row run's inputs hold at most this many elements in all ...
+LONG_ELEMENT_BUDGET = 1 << 21
+#: ... and programs x blocks along its loop dimensions at most this many (about 0.5 s in the interpreter).
+LONG_TRIP_BUDGET = 512
+
+
+def long_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dict[str, int] | None:
+    """The long-row shape for *config*: every loop dimension as close to its target extent as
+    :data:`LONG_ELEMENT_BUDGET` and :data:`LONG_TRIP_BUDGET` allow, every grid dimension two programs
+    (a full tile and a ragged one).  Few rows, as long as they can be: value-range behaviour that only
+    shows on long rows (a max over the first 64K columns, a one-pass variance) is compared there.  None
+    when no loop dimension would be longer than at every check shape.  An unusable probe counts every
+    dimension as a loop dimension (the shape stays long: fail closed)."""
+    symbols = shape_symbols(task)
+    if not symbols or not task.target_shapes:
+        return None
+    launches = launch_tiles(probe, symbols) or [{d: math.inf for d in symbols}]
+    target = max(task.target_shapes, key=task.input_bytes)
+    block = block_size(config)
+    env = {k: int(v) for k, v in target.items()}
+    grid = [d for d in symbols if any(not math.isinf(t[d]) for t in launches)]
+    loops = [d for d in symbols if d not in grid]
+    for d in grid:
+        t = min(tiles[d] for tiles in launches)
+        env[d] = min(env[d], 2 if t < 2 else math.ceil(t) + 1)
+    programs = sum(math.prod(max(1, math.ceil(env[d] / tiles[d])) for d in grid if not math.isinf(tiles[d]))
+                   for tiles in launches)
+
+    def over(values: dict[str, int]) -> bool:      # loop dimensions taken as one flattened row of blocks
+        blocks = max(1.0, math.prod(values[d] for d in loops) / block)
+        return _elements(task, values) > LONG_ELEMENT_BUDGET or programs * blocks > LONG_TRIP_BUDGET
+
+    while over(env) and any(env[d] > ROWS for d in loops):
+        d = max((s for s in loops if env[s] > ROWS), key=lambda s: env[s])
+        env[d] = max(ROWS, env[d] * 3 // 4)
+    env = {d: _odd(v) if d in loops else v for d, v in env.items()}
+    longest = {d: max((int(c.get(d, 0)) for c in task.check_shapes), default=0) for d in loops}
+    if not any(env[d] > longest[d] for d in loops) or any(env == dict(c) for c in task.check_shapes):
+        return None
+    return env
