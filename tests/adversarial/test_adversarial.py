@@ -67,10 +67,14 @@ def _files_of(uids: set[int]) -> list[str]:
     return found
 
 
-TWINS = sorted({e["twin"] for e in EXPECTED.values() if "twin" in e})
+#: Honest kernels verified with the corpus: the twins a passing trick is scored against, and the honest
+#: twins (``honest``) of tricks that must be refused at a gate (each must pass).
+TWINS = sorted({e["twin"] for e in EXPECTED.values() if "twin" in e}
+               | {e["honest"] for e in EXPECTED.values() if "honest" in e})
 #: Sandbox wall limit per verification (s): 24 unless an entry asks for more (its twin gets the same).
 WALL_S = 24.0
-WALL = {**{t: max(e.get("wall_s", WALL_S) for e in EXPECTED.values() if e.get("twin") == t) for t in TWINS},
+WALL = {**{t: max((e.get("wall_s", WALL_S) for e in EXPECTED.values() if t in (e.get("twin"), e.get("honest"))),
+                 default=WALL_S) for t in TWINS},
         **{rel: e.get("wall_s", WALL_S) for rel, e in EXPECTED.items()}}
 
 
@@ -146,6 +150,9 @@ def test_candidate_rejected_by_the_right_gate(corpus_results, rel):
             assert result.objective <= twin.objective * (1 + expected["within"]), (
                 f"{rel} scores {result.objective:.4g}, its honest twin {twin.objective:.4g}")
         return
+    if "honest" in expected:            # the honest way of doing the same must pass
+        twin, _ = results[expected["honest"]]
+        assert twin.passed, f"the honest twin {expected['honest']} failed: {twin.reason}"
     assert not result.passed, f"{rel} passed the verifier"
     assert result.gate == expected["gate"], f"{rel}: gate {result.gate}, reason: {result.reason}"
     reasons = expected["reason"] if isinstance(expected["reason"], list) else [expected["reason"]]
