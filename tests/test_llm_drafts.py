@@ -365,5 +365,5 @@ def test_without_the_project_tasks_the_draft_example_is_the_shipped_one(monkeypa
     monkeypatch.setattr(drafts, "PROJECT_TASKS", tmp_path / "no-such-folder")
     example = drafts.project_example(task, ["h100"])
     assert example["name"] == "draft_example.py" and "installed package" in example["why"]
-    assert example["source"] == (data_dir("prompts") / "draft_example.py").read_text()
+    assert example["source"].strip() == (data_dir("prompts") / "draft_example.py").read_text().strip()
     assert "PARAMS" in example["source"] and "def launch" in example["source"]
