@@ -58,12 +58,23 @@ def predict_dataset(dataset: Dataset, hardware: str | None = None, *, refresh_tr
     for row in dataset.rows:
         key = (row.task, row.kernel)
         if key not in cache:
-            cache[key] = get_traces(dataset.path.parent, row.task, row.kernel, dataset.hardware,
-                                    refresh=refresh_traces, write=write_traces)[0]
+            cache[key] = _traces(dataset, row, refresh=refresh_traces, write=write_traces)
         task = load_task(row.task, check_files=False)
         out.append(kernel_prediction(row, cache[key], hw, unaligned_bytes(task, row.shape),
                                       spec.name if compiled else None))
     return out
+
+
+_TRACES: dict[tuple, list[ConfigTrace]] = {}
+
+
+def _traces(dataset: Dataset, row: Row, *, refresh: bool = False, write: bool = True) -> list[ConfigTrace]:
+    """The row's traces (kept for the process: the report and the cross-validation both need them)."""
+    key = (dataset.path.parent, row.task, row.kernel, dataset.hardware)
+    if refresh or key not in _TRACES:
+        _TRACES[key] = get_traces(dataset.path.parent, row.task, row.kernel, dataset.hardware,
+                                  refresh=refresh, write=write)[0]
+    return _TRACES[key]
 
 
 def compiled_resources(row: Row, launches: list, hardware: str) -> list[dict | None] | None:
@@ -112,3 +123,27 @@ def kernel_prediction(row: Row, traces: list[ConfigTrace], hw: HardwareArrays,
     parts = [f"{k}: {float(v[0, 0]) * 1e6:.1f} us" for k, v in out.components.items() if float(v[0, 0]) > 0]
     return Prediction(row, latency * 1e3, bound=BOUNDS[int(out.bound[0, 0])],
                       breakdown=[f"{n} launch(es)"] + parts)
+
+
+def row_models(dataset: Dataset, *, write_traces: bool = False):
+    """Per row, a function spec -> predicted ms (the model re-run on a changed spec or changed rule
+    constants: cross-validation refits them, ``crossval.py``)."""
+    if dataset.predictor == "eager":
+        timing = TIMINGS[dataset.timing]
+
+        def eager(row: Row):
+            profile = profile_function(row.reference, list(row.inputs), name=row.id)
+            return lambda spec: eager_estimate(profile, spec, timing).seconds * 1e3
+        return [eager(r) for r in dataset.rows]
+    cache: dict[tuple, list[ConfigTrace]] = {}
+    out = []
+    for row in dataset.rows:
+        key = (row.task, row.kernel)
+        if key not in cache:
+            cache[key] = _traces(dataset, row, write=write_traces)
+        unaligned = unaligned_bytes(load_task(row.task, check_files=False), row.shape)
+
+        def kernel(spec, row=row, traces=cache[key], unaligned=unaligned):
+            return kernel_prediction(row, traces, HardwareArrays([spec]), unaligned).predicted_ms
+        out.append(kernel)
+    return out
