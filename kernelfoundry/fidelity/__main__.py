@@ -45,7 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--refresh-traces", action="store_true",
                    help="re-trace every dataset kernel and rewrite the trace caches")
     p.add_argument("--write-bands", action="store_true",
-                   help="rewrite the error-band table (kernelfoundry/fidelity/bands.yaml) from these datasets")
+                   help="rewrite the error-band table (kernelfoundry/fidelity/bands.yaml) from these datasets "
+                        "(held-out error: every dataset of the table must be given)")
+    p.add_argument("--no-held-out", action="store_true",
+                   help="skip the cross-validation (the held-out columns; seconds per dataset)")
     return p
 
 
@@ -66,6 +69,11 @@ def dataset_paths(paths: list[str]) -> list[Path]:
 
 def run(args) -> int:
     from .bands import write_bands
+    from .crossval import held_out
+    from .predict import row_models
+    if args.write_bands and (args.no_held_out or args.hardware or args.compiled):
+        raise UserError("--write-bands needs the held-out error on each dataset's own hardware, with the model's "
+                        "estimates: drop --no-held-out, --hardware and --compiled.")
     results, reports, failed, data = [], [], False, {}
     for path in dataset_paths(args.paths):
         dataset = load_dataset(path)
@@ -73,12 +81,17 @@ def run(args) -> int:
         preds = predict_dataset(dataset, hardware, refresh_traces=args.refresh_traces, compiled=args.compiled)
         broken = check(summaries(preds)["all"], load_thresholds(dataset)) if not args.hardware else None
         failed |= bool(broken)
-        results.append((dataset, hardware, preds))
-        reports.append(dataset_report(dataset, hardware, preds, worst=args.worst, broken=broken))
+        held = None if args.no_held_out else held_out(dataset, row_models(dataset), hardware)
+        results.append((dataset, hardware, preds, held))
+        reports.append(dataset_report(dataset, hardware, preds, worst=args.worst, broken=broken, held=held))
         data[dataset.name] = {"hardware": hardware, "predictor": dataset.predictor,
                               "summaries": {k: v.to_dict() for k, v in summaries(preds).items()},
                               "rows": [{"id": p.row.id, "kind": p.row.kind, "predicted_ms": p.predicted_ms,
-                                        "measured_ms": p.row.measured_ms, "bound": p.bound} for p in preds],
+                                        "measured_ms": p.row.measured_ms, "bound": p.bound,
+                                        **({"held_out_ms": h, "family": f} if held else {})}
+                                       for p, h, f in zip(preds, held.predicted_ms if held else preds,
+                                                          held.families if held else preds)],
+                              "held_out": held.method if held else None,
                               "thresholds_broken": broken}
     if args.json:
         print(json.dumps(data, indent=1))
@@ -86,10 +99,10 @@ def run(args) -> int:
         print("\n\n".join(reports))
     if args.plot:
         from .plot import plot
-        written = plot([(f"{d.name} ({h})", p) for d, h, p in results], Path(args.plot))
+        written = plot([(f"{d.name} ({h})", p) for d, h, p, _ in results], Path(args.plot))
         print(f"\nplot: {written}", file=sys.stderr)
     if args.write_bands:
-        written = write_bands([(d, h, p) for d, h, p in results])
+        written = write_bands(results)
         print(f"\nerror bands: {written}", file=sys.stderr)
     return 1 if failed else 0
 

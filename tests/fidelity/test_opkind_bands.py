@@ -1,7 +1,10 @@
-"""The op-kind classifier against the datasets' kinds; error bands and their fallbacks."""
+"""The op-kind classifier against the datasets' kinds; held-out error bands and "unvalidated"."""
+
+import pytest
 
 from kernelfoundry import REPO_DIR
-from kernelfoundry.fidelity import error_band, op_kind
+from kernelfoundry.fidelity import band_note, error_band, op_kind
+from kernelfoundry.fidelity.bands import load_table
 from kernelfoundry.fidelity.dataset import load_dataset
 from kernelfoundry.fidelity.opkind import KINDS, classify
 from kernelfoundry.perfmodel.baseline import profile_function
@@ -27,15 +30,61 @@ def test_project_tasks_get_their_kinds():
         assert op_kind(load_task(tasks / f"{name}.yaml")) == kind, name
 
 
-def test_error_band_exact_then_fallbacks():
+def _row(predictor, kind, hardware):
+    return next(b for b in load_table()["bands"]
+                if (b["predictor"], b["kind"], b["hardware"]) == (predictor, kind, hardware))
+
+
+def test_band_is_the_held_out_figure_with_the_in_sample_beside_it():
     band = error_band("norm", "a100-pcie")
-    assert band.exact and band.predictor == "kernel" and band.n >= 10 and 0 < band.pct < 100
-    assert "normalizations" in band.text() and "±" in band.text() and "measured on" not in band.text()
-    other = error_band("norm", "h100")                       # same kind measured on another GPU
-    assert other.kind == "norm" and other.measured_on == "a100-pcie" and "measured on a100-pcie" in other.text()
-    unmeasured = error_band("conv", "h100")                  # no kernel-model data for convs: all kinds
-    assert unmeasured.kind == "all" and not unmeasured.exact
-    eager = error_band("softmax", "h100", predictor="eager")
-    assert eager.exact and eager.n == 2
+    row = _row("kernel", "norm", "a100-pcie")
+    assert band.exact and band.predictor == "kernel" and band.n == row["n"] >= 10
+    assert band.pct == row["p80_pct"] and band.in_sample_pct == row["in_sample_p80_pct"]
+    assert row["method"] == "leave-family-out"
+    text = band.text()
+    assert text.startswith("model error on a100-pcie: ±") and "held-out measurements of normalizations" in text
+    assert "80th percentile" in text and "in-sample ±" in text and "measured on" not in text
     task = load_task(REPO_DIR / "experiments" / "tasks" / "layernorm.yaml")
     assert error_band(task, "a100-pcie").kind == "norm"
+
+
+def test_conv_held_out_band_is_wider_than_in_sample():
+    """Convolution constants were fitted on the H100 convs: leaving a family out shows what they do on others."""
+    conv = _row("eager", "conv", "h100")
+    assert conv["p80_pct"] > conv["in_sample_p80_pct"]
+    band = error_band("conv", "h100", predictor="eager")
+    assert band.pct == conv["p80_pct"]
+
+
+def test_same_gpu_family_is_widened_to_the_cross_gpu_error():
+    own = error_band("norm", "a100-pcie")
+    other = error_band("norm", "h200")                       # an NVIDIA GPU with no kernel-model rows
+    cross = max(c["p80_pct"] for c in load_table()["cross_gpu"] if c["predictor"] == "kernel")
+    assert other.validated and not other.exact and other.measured_on == "a100-pcie"
+    assert other.pct == pytest.approx(max(own.pct, cross)) and other.pct >= own.pct
+    assert "none measured on h200" in other.text() and f"±{cross:.0f}%" in other.text()
+
+
+@pytest.mark.parametrize("kind,hardware,predictor", [
+    ("matmul", "h100", "kernel"),            # no GEMM among the kernel-model measurements
+    ("gemm+epilogue", "a100-pcie", "kernel"),
+    ("softmax", "h100", "kernel"),
+    ("norm", "ascend910b2", "kernel"),       # an NPU: no measurement of that hardware family
+    ("norm", "ascend910b2", "eager"),
+    ("elementwise", "max1550", "eager"),     # Intel GPU
+    ("loss", "mi300x", "kernel"),            # AMD GPU
+])
+def test_unmeasured_kind_or_hardware_family_is_unvalidated(kind, hardware, predictor):
+    band = error_band(kind, hardware, predictor=predictor)
+    assert not band.validated and band.pct is None
+    assert band.unvalidated_text() == f"no published measurements of {band.what()} on {hardware}: unvalidated"
+
+
+def test_band_note_never_borrows():
+    note = band_note("matmul", "h100")
+    assert note.startswith("predicted; model error on h100: no published measurements of matrix multiplications "
+                           "on h100: unvalidated; eager estimate: ±")
+    assert "a100-pcie" not in note and "all op kinds" not in note
+    npu = band_note("norm", "ascend910b2")
+    assert "±" not in npu and npu.count(": unvalidated") == 2 and "a100" not in npu
+    assert "unvalidated" in band_note("softmax", "no-such-gpu")
