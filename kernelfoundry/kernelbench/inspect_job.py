@@ -20,11 +20,13 @@ import math
 import re
 import sys
 import traceback
+from dataclasses import replace
 from typing import Any
 
 import torch
 
-from . import shrink
+from . import budget, shrink
+from .identity import int_globals, probe as probe_identity
 from .reference import reference_source
 
 DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float64: "float64",
@@ -224,23 +226,39 @@ def describe(source: str, filename: str, seed: int) -> dict[str, Any]:
     # A dim of a parameter the Model fixes itself (a channel count written in its constructor) that
     # equals another size by chance, or is merely large, first becomes a symbol; the check sizes show
     # it does not follow them: retry with it literal (and, if dims of that size must agree, all of them)
-    literal: set[tuple[str, int]] = set()
-    fixed_values: set[int] = set()
-    widened = False
-    while True:
+    # Dims share a symbol where the problem's own variables say they are one size (identity.py);
+    # where that import fails, dims of equal value share one (the Model may tie them in ways a
+    # probe on the meta device misses)
+    try:
+        ident = probe_identity(ns, seed, inputs, init, _plain, shrink.KEEP_AT_MOST)
+    except Exception:  # noqa: BLE001 - user code: no identity, value keys
+        ident = None
+    for attempt in ([ident, None] if ident is not None else [None]):
+        literal: set[tuple[str, int]] = set()
+        fixed_values: set[int] = set()
+        widened = False
         try:
-            out, divisors = _symbolic(ns, source, filename, seed, inputs, init, call_args, literal)
+            while True:
+                try:
+                    out, divisors = _symbolic(ns, source, filename, seed, inputs, init, call_args, literal, attempt)
+                    break
+                except _FixedDims as exc:
+                    if exc.positions <= literal:
+                        raise Refused(str(exc)) from None
+                    literal |= exc.positions
+                    fixed_values |= exc.values
+                except Refused:
+                    if not fixed_values or widened:
+                        raise
+                    literal |= {(s["name"], d) for s in inputs for d, v in enumerate(s["target"])
+                                if v in fixed_values}
+                    widened = True
             break
-        except _FixedDims as exc:
-            if exc.positions <= literal:
-                raise Refused(str(exc)) from None
-            literal |= exc.positions
-            fixed_values |= exc.values
+        except _Random:
+            raise
         except Refused:
-            if not fixed_values or widened:
+            if attempt is None:
                 raise
-            literal |= {(s["name"], d) for s in inputs for d, v in enumerate(s["target"]) if v in fixed_values}
-            widened = True
     from .graph import capture
     from .sizes import probe_env
     ladders, at_least = {}, out.pop("at_least")
@@ -248,6 +266,8 @@ def describe(source: str, filename: str, seed: int) -> dict[str, Any]:
         ladders[s] = shrink.ladder(v, divisors, at_least)
         if out["check"][0][s] not in ladders[s]:         # check_shapes dropped divisibility (too large)
             ladders[s] = shrink.ladder(v, [], at_least)
+        if out["check"][0][s] not in ladders[s]:         # below the ladder (the work budget): a size above
+            ladders[s] = [x for x in budget.lower_sizes(v, [], at_least) if x > out["check"][0][s]][:6]
     probe = probe_env(out["symbols"], out["check"][0], ladders)
     out["trace_envs"] = [out["check"][0], probe]
     out["graphs"], out["graph_error"] = capture(out["reference"], inputs, out["trace_envs"])
@@ -269,17 +289,43 @@ class _FixedDims(Refused):
         self.positions, self.values = positions, values
 
 
-def _symbolic(ns, source, filename, seed, inputs, init, call_args, literal):
-    """Size symbols (dims at *literal* positions kept), the reference, check shapes, validated."""
-    symbols, symbolic = shrink.assign_symbols({s["name"]: s["target"] for s in inputs}, literal)
-    sym_init = [shrink.symbolize(v, symbols) for v in init]
+def _symbolic(ns, source, filename, seed, inputs, init, call_args, literal, ident=None):
+    """Size symbols (dims at *literal* positions kept), the reference, check shapes, validated.
+    With *ident* (identity.py) dims share a symbol by key; a check shape over the interpreter's
+    work budget (budget.py) shrinks further, first with the problem's free small sizes (a batch
+    of 16) as symbols too."""
+    rounds = [replace(ident, small=set()), ident] if ident is not None and ident.small else [ident]
+    for k, key_of in enumerate(rounds):
+        out, divs = _symbolic_round(ns, source, filename, seed, inputs, init, call_args, literal, key_of,
+                                    last=k == len(rounds) - 1)
+        if out is not None:
+            return out, divs
+    raise AssertionError("unreachable: the last round returns or raises")
+
+
+def _symbolic_round(ns, source, filename, seed, inputs, init, call_args, literal, ident, last):
+    shapes = {s["name"]: s["target"] for s in inputs}
+    symbols, symbolic = shrink.assign_symbols(shapes, literal, ident)
+    if ident is not None:
+        keys = shrink.symbol_keys(shapes, symbolic, ident)
+        sym_init = shrink.symbolize(init, symbols, keys, ident)
+        global_syms = {g: keys[ident.globals.get(g, ("v", v))] for g, v in int_globals(ns).items()
+                       if ident.globals.get(g, ("v", v)) in keys}
+    else:
+        sym_init, global_syms = [shrink.symbolize(v, symbols) for v in init], None
     divisors = [c for v in sym_init for c in shrink.constants_in(v)]
     for s in inputs:
         s["shape"] = symbolic[s["name"]]
         s.pop("low", None)
         s.pop("high", None)
     reference = reference_source(source, inputs=inputs, symbols=symbols, init=sym_init, call_args=call_args)
-    out = {"inputs": inputs, "symbols": symbols, "init": sym_init, "call_args": call_args, "reference": reference}
+    out = {"inputs": inputs, "symbols": symbols, "init": sym_init, "call_args": call_args, "reference": reference,
+           "global_syms": global_syms}
+    rns: dict[str, Any] = {"__name__": "kf_reference_work"}
+    exec(compile(reference, "<reference>", "exec"), rns)
+
+    def cost(env: dict[str, int]) -> float | None:
+        return budget.work(rns["reference"], inputs, env)
     # first try: the constructor's small ints divide the sizes they divide; then, for a size
     # constraint the constructor does not show (a group count fixed in forward), every power-of-two
     # factor up to 256 of the target sizes; last, sizes of at least 48 (a wide dilated kernel)
@@ -287,7 +333,12 @@ def _symbolic(ns, source, filename, seed, inputs, init, call_args, literal):
     first = None
     for divs, at_least in tries:
         try:
-            out["check"] = shrink.check_shapes(symbols, symbolic, divs, at_least)
+            envs = shrink.check_shapes(symbols, symbolic, divs, at_least)
+            envs = [budget.fit(e, symbols, divs, at_least, budget.BUDGET[min(i, 1)], cost)
+                    for i, e in enumerate(envs)]
+            if not last and any((cost(e) or 0) > budget.BUDGET[min(i, 1)] for i, e in enumerate(envs)):
+                return None, divs                     # over budget: the next round, small sizes as symbols
+            out["check"] = envs if len(envs) < 2 or envs[0] != envs[1] else envs[:1]
             if at_least > 2 and first is not None and max(
                     math.prod(env[d] if isinstance(d, str) else d for d in dims)
                     for env in out["check"] for dims in symbolic.values()) > shrink.HARD_CAP:
@@ -303,7 +354,7 @@ def _symbolic(ns, source, filename, seed, inputs, init, call_args, literal):
 
 
 def _patched_inputs(source: str, filename: str, symbols: dict[str, int], env: dict[str, int], seed: int,
-                    shapes: list[list[int]]):
+                    shapes: list[list[int]], global_syms: dict[str, str] | None = None):
     """(values, value ranges) of get_inputs() run for real with module-level size globals set to the
     check sizes, or None when it does not follow them.  It runs on the meta device first: only when
     every tensor then has its check shape (*shapes*, small) does it run on CPU, so a problem whose
@@ -311,7 +362,10 @@ def _patched_inputs(source: str, filename: str, symbols: dict[str, int], env: di
     ns = _load(source, filename)
     by_value = {v: env[s] for s, v in symbols.items()}
     for k, v in list(ns.items()):
-        if type(v) is int and v in by_value and not k.startswith("__"):
+        if global_syms is not None:                   # the problem's free size globals, by name
+            if type(v) is int and k in global_syms:
+                ns[k] = env[global_syms[k]]
+        elif type(v) is int and v in by_value and not k.startswith("__"):
             ns[k] = by_value[v]
     try:
         meta, _, _ = _run_inputs(ns, seed, "meta")
@@ -342,7 +396,7 @@ def _validate(ns: dict[str, Any], source: str, filename: str, desc: dict[str, An
                           f"({_short(exc)}); its sizes do not follow the input shapes") from None
         state = dict(model.named_parameters()) | dict(model.named_buffers())
         shapes = [[env[d] if isinstance(d, str) else d for d in s["shape"]] for s in tensor_inputs]
-        given = _patched_inputs(source, filename, desc["symbols"], env, seed, shapes)
+        given = _patched_inputs(source, filename, desc["symbols"], env, seed, shapes, desc.get("global_syms"))
         values = []
         for i, (s, shape) in enumerate(zip(tensor_inputs, shapes)):
             g, g_range = (given[0][i], given[1][i]) if given is not None else (None, None)

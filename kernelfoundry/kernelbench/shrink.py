@@ -18,38 +18,62 @@ CHECK_CAPS = (6_000, 40_000)  # largest tensor (elements) at each check shape
 HARD_CAP = 1 << 20         # beyond this (a 3D volume of a size kept divisible by 3), divisibility yields
 
 
-def assign_symbols(shapes: dict[str, list[int]], literal: set[tuple[str, int]] = frozenset()
-                   ) -> tuple[dict[str, int], dict[str, list[int | str]]]:
+def assign_symbols(shapes: dict[str, list[int]], literal: set[tuple[str, int]] = frozenset(),
+                   ident: Any = None) -> tuple[dict[str, int], dict[str, list[int | str]]]:
     """(symbol -> target value, input -> symbolic shape).  Symbols are named ``<input>_<dim>``
-    after the first input dim that has the value.  Dims at the *literal* positions ``(input,
+    after the first input dim of their key.  Dims at the *literal* positions ``(input,
     dim)`` stay literal whatever their size (a size the Model fixes, such as a channel count
-    written inside its constructor)."""
-    by_value: dict[int, str] = {}
+    written inside its constructor).  Without *ident* (an :class:`.identity.Identity`) dims of
+    equal value share a symbol; with it, dims share one where they share a key (a free global
+    of the problem, else their value), and keys in ``ident.small`` get a symbol at any size."""
+    by_key: dict[Any, str] = {}
+    symbols: dict[str, int] = {}
     symbolic: dict[str, list[int | str]] = {}
     for name, shape in shapes.items():
         dims: list[int | str] = []
         for i, d in enumerate(shape):
-            if d > KEEP_AT_MOST and (name, i) not in literal:
-                by_value.setdefault(d, f"{name}_{i}")
-                dims.append(by_value[d])
+            key = ident.key(name, i, d) if ident is not None else ("v", d)
+            small = ident is not None and key in ident.small
+            if (d > KEEP_AT_MOST or small) and (name, i) not in literal:
+                if key not in by_key:
+                    by_key[key] = f"{name}_{i}"
+                    symbols[by_key[key]] = d
+                dims.append(by_key[key])
             else:
                 dims.append(d)
         symbolic[name] = dims
-    return {s: v for v, s in by_value.items()}, symbolic
+    return symbols, symbolic
 
 
-def symbolize(value: Any, symbols: dict[str, int]) -> Any:
+def symbol_keys(shapes: dict[str, list[int]], symbolic: dict[str, list[int | str]], ident: Any = None
+                ) -> dict[Any, str]:
+    """key -> symbol, read back off :func:`assign_symbols`'s result."""
+    out: dict[Any, str] = {}
+    for name, shape in shapes.items():
+        for i, (d, s) in enumerate(zip(shape, symbolic[name])):
+            if isinstance(s, str):
+                out.setdefault(ident.key(name, i, d) if ident is not None else ("v", d), s)
+    return out
+
+
+def symbolize(value: Any, symbols: dict[str, int], init_keys: dict[Any, str] | None = None,
+              ident: Any = None, path: tuple[int, ...] = ()) -> Any:
     """*value* (a JSON-like constructor argument) with ints equal to a symbol's value as
-    ``{"sym": name}``; lists stay lists, tuples are ``{"tuple": [...]}``."""
-    by_value = {v: s for s, v in symbols.items()}
+    ``{"sym": name}``; lists stay lists, tuples are ``{"tuple": [...]}``.  With *init_keys*
+    (key -> symbol) and *ident*, an int at *path* becomes the symbol of its key (a free global's,
+    else its value's) instead."""
     if isinstance(value, bool) or value is None or isinstance(value, (float, str)):
         return value
     if isinstance(value, int):
+        if init_keys is not None:
+            sym = init_keys.get(ident.init.get(path, ("v", value)))
+            return {"sym": sym} if sym is not None else value
+        by_value = {v: s for s, v in symbols.items()}
         return {"sym": by_value[value]} if value in by_value else value
     if isinstance(value, dict) and set(value) == {"tuple"}:
-        return {"tuple": [symbolize(v, symbols) for v in value["tuple"]]}
+        return {"tuple": [symbolize(v, symbols, init_keys, ident, path + (i,)) for i, v in enumerate(value["tuple"])]}
     if isinstance(value, list):
-        return [symbolize(v, symbols) for v in value]
+        return [symbolize(v, symbols, init_keys, ident, path + (i,)) for i, v in enumerate(value)]
     return value
 
 
