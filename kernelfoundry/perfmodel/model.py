@@ -144,7 +144,18 @@ def evaluate(feat: LaunchFeatures, rows: np.ndarray, warps: np.ndarray, stages: 
     flops = feat.dot_flops[rows]                                       # [N, D]
     mat_prog = np.einsum("nd,hnd,hd->hn", flops, pad[:, rows, :], 1.0 / hw.matrix_rate) * hw.cores_dot
     smem_prog = f(feat.dot_flops_total * feat.operand_bytes_per_flop) / hw.smem_bw * vec_penalty
-    spill_prog = occ.spill_bytes_per_trip * trips / hw.smem_bw          # local-memory traffic through L1, serial
+    # Local memory (register spills: stored and reloaded each trip).  The share of the resident
+    # programs' local footprint that L1 holds is served there, serially, at the shared-memory rate;
+    # the rest goes through L2, and what the concurrent programs' footprint leaves of L2 to DRAM
+    # (CUDA C++ Programming Guide, "Local Memory": local memory lives in device memory, cached in L1/L2).
+    spill_traffic = occ.spill_bytes_per_trip * trips                   # bytes per program
+    local_bytes = occ.spill_bytes_per_trip / 2.0                        # the stored half: the footprint
+    l1_room = np.maximum(hw.l1 - occ.resident * occ.smem_bytes, 0.0)
+    in_l1 = np.clip(l1_room / np.maximum(r_eff * local_bytes, 1.0), 0.0, 1.0)
+    in_l2 = np.clip(hw.l2_cap / np.maximum(W * local_bytes, 1.0), 0.0, 1.0)
+    spill_prog = in_l1 * spill_traffic / hw.smem_bw                     # L1 hits, serial with the program's work
+    spill_l2 = (1.0 - in_l1) * spill_traffic * P                         # bytes through L2 (all programs)
+    spill_dram = spill_l2 * (1.0 - in_l2)
     vec_prog = ((f(feat.elementwise_ops) + f(feat.reduction_elems)) / (hw.vec_lanes / pc)
                 + f(feat.transcendental_ops) / (hw.sfu / pc))
     scale = n_core * imbalance / share
@@ -162,9 +173,11 @@ def evaluate(feat: LaunchFeatures, rows: np.ndarray, warps: np.ndarray, stages: 
     # (KernelBench L1-7/L1-9, GEMMs with K = 64 / 32: compute + C store at the copy bandwidth).
     serial_write = np.where(has_dot, tr.dram_write, 0.0)
     t_epilogue = serial_write / hw.dram_bw * vec_penalty
-    t_dram = (tr.dram_read + tr.dram_write - serial_write) / hw.dram_bw * vec_penalty
+    t_dram = (tr.dram_read + tr.dram_write - serial_write) / hw.dram_bw * vec_penalty + spill_dram / hw.dram_bw
     l2_slices = tr.l2_bytes + tr.dram_read + tr.dram_write           # hits, and the fills / write-backs of misses
-    t_l2 = np.maximum(l2_slices / hw.l2_bw, n_core * imbalance * tr.l2_bytes_per_program / hw.port_bw) * vec_penalty
+    t_l2 = np.maximum(l2_slices / hw.l2_bw * vec_penalty + spill_l2 / hw.l2_bw,
+                      n_core * imbalance * (tr.l2_bytes_per_program * vec_penalty + spill_l2 / np.maximum(P, 1.0))
+                      / hw.port_bw)
     latency_each = hw.lat_l2 + tr.miss_ratio * (hw.lat_dram - hw.lat_l2)
     # the memory latency chain: waves of programs, and never shorter than the longest program's own
     t_lat = np.maximum(np.ceil(n_core / r_eff) * np.maximum(1.0, trips / s_eff),
@@ -193,6 +206,7 @@ def evaluate(feat: LaunchFeatures, rows: np.ndarray, warps: np.ndarray, stages: 
                "cores_used": c_used * np.ones_like(body), "concurrent": W, "dram_read": tr.dram_read,
                "dram_write": tr.dram_write, "l2_bytes": tr.l2_bytes, "reread_dram": tr.reread_dram,
                "smem_bytes": occ.smem_bytes, "spill_bytes_per_trip": occ.spill_bytes_per_trip,
+               "spill_l2_bytes": spill_l2 * np.ones_like(body), "spill_dram_bytes": spill_dram * np.ones_like(body),
                "stages_effective": s_eff * np.ones_like(body), "launches": np.ones_like(body),
                "has_dot": has_dot * np.ones_like(body),
                "coalescing": ((f(feat.load_bytes) + f(feat.store_bytes))
