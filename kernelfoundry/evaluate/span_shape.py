@@ -179,9 +179,16 @@ def long_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dic
     programs = sum(math.prod(max(1, math.ceil(env[d] / tiles[d])) for d in grid if not math.isinf(tiles[d]))
                    for tiles in launches)
 
-    def over(values: dict[str, int]) -> bool:      # loop dimensions taken as one flattened row of blocks
-        blocks = max(1.0, math.prod(values[d] for d in loops) / block)
-        return _elements(task, values) > LONG_ELEMENT_BUDGET or programs * blocks > LONG_TRIP_BUDGET
+    # With grid dimensions known, the loop dimensions are one row walked in blocks (a LayerNorm's
+    # F x D1 x D2).  With none (a one-program or failed probe: a GEMM whose check shapes fit one tile),
+    # every dimension may be tiled by programs and grows the work in all of them: tiles along each, within
+    # half the span shape's budget (a 971^3 GEMM under the long budget took 3.3 s in the interpreter).
+    trips = LONG_TRIP_BUDGET if grid else TRIP_BUDGET // 2
+
+    def over(values: dict[str, int]) -> bool:
+        blocks = max(1.0, math.prod(values[d] for d in loops) / block) if grid else \
+            math.prod(max(1.0, values[d] / block) for d in loops)
+        return _elements(task, values) > LONG_ELEMENT_BUDGET or programs * blocks > trips
 
     while over(env) and any(env[d] > ROWS for d in loops):
         d = max((s for s in loops if env[s] > ROWS), key=lambda s: env[s])
