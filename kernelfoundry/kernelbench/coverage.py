@@ -16,6 +16,8 @@ def failure_category(stage: str, reason: str) -> str:
     m = re.search(r"op (\S+) has no template", reason)
     if m:
         return f"no template: {m.group(1)}"
+    # a failed check names its shape, input profile and config first: the reason is what follows
+    reason = re.sub(r"^shape \{[^}]*\}, profile '[^']*', config [^:]*: ", "", reason)
     reason = re.sub(r"problem file \S+ cannot be imported: ", "", reason)
     reason = re.sub(r"problem file \S+: ", "", reason)
     reason = re.sub(r"\{[^}]*\}", "{..}", reason)

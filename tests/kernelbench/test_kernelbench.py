@@ -263,3 +263,18 @@ def test_a_problem_folder_bench_counts_problems_without_a_start_as_unsolved_by_c
     assert "| m | 0.333 | 0.333 |" in table                       # fast_0, fast_1: 1 of 3 problems
     assert "## Problems without a starting kernel" in report and "| no template: aten.sort" in report
     assert "- 3_Positive (level 2): " in report
+
+
+def test_failure_categories_count_the_reason_not_its_shape_or_config():
+    from kernelfoundry.kernelbench.coverage import failure_category
+    timeout = ("shape {x_1=16, x_4=16}, profile 'normal', config BLOCK_K=64,BLOCK_M=16: launch did not finish "
+               "within 30 s; the kernel must finish quickly at these shapes (look for an endless loop).")
+    other = timeout.replace("x_1=16, x_4=16", "x_0=2").replace("BLOCK_M=16", "BLOCK_M=32")
+    assert failure_category("seed incorrect (correctness)", timeout) == failure_category(
+        "seed incorrect (correctness)", other) == ("seed incorrect (correctness): launch did not finish within "
+                                                   "30 s; the kernel must finish quickly at these shapes")
+    assert failure_category("seed", "op aten.sort.default has no template (sorting)") == \
+        "no template: aten.sort.default"
+    assert failure_category("import", "problem file /x/y.py cannot be imported: Model cannot be built at check "
+                                      "shape {'x': 1} with constructor arguments [32, 512] (ValueError)") == \
+        "import: Model cannot be built at check shape {..} with constructor arguments [..]"
