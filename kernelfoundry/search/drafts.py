@@ -193,7 +193,7 @@ def project_example(task, hardware: list[str], sig=None) -> dict[str, str]:
 
 
 def shipped_example(op_kind: str) -> dict[str, str]:
-    """The example an installed package ships (``prompts/draft_example.py``, the relu seed),
+    """The example an installed package ships (``prompts/draft_example.py``, a 2-D SiLU),
     for when the project's tasks are not there."""
     from .. import data_dir
     path = data_dir("prompts") / "draft_example.py"
