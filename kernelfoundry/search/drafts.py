@@ -202,5 +202,5 @@ def shipped_example(op_kind: str) -> dict[str, str]:
     except OSError as exc:
         raise UserError(f"no example kernel for the draft prompt: {PROJECT_TASKS} is not there and {path} cannot "
                         f"be read ({exc}).") from None
-    return example_entry(path.name, source, f"no project task is at hand (an installed package); the plainest "
-                                            f"complete module, although the task is a {op_kind} op")
+    return example_entry(path.name, source, f"no project task is at hand (an installed package); a plain complete "
+                                            f"module of the format, although the task is a {op_kind} op")
