@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelfoundry.evaluate.records import VerifyResult
+from kernelfoundry.records import VerifyResult
 from kernelfoundry.verify import format_text, main
 
 REPO = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..candidate import HINT_PARAMS
-from ..evaluate.records import ConfigTrace
+from ..records import ConfigTrace
 from ..perfmodel.alignment import unaligned_bytes
 from ..perfmodel.baseline import eager_estimate, profile_function
 from ..perfmodel.eager import TIMINGS

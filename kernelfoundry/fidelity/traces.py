@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from .. import PACKAGE_DIR
-from ..evaluate.records import ConfigTrace
+from ..records import ConfigTrace
 from .dataset import FidelityError
 
 #: Sources whose changes can change a trace.

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..candidate import HINT_PARAMS
 from ..evaluate.job import child_task
-from ..evaluate.records import VerifyResult
+from ..records import VerifyResult
 from ..task import Task, task_from_dict
 from .timer import Hint, timer_from_spec
 from .topk import top_configs

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..evaluate.records import ConfigTrace
+from ..records import ConfigTrace
 from ..perfmodel.alignment import unaligned_bytes
 from ..perfmodel.hardware import load_hardware
 from ..perfmodel.model import BOUNDS, HardwareArrays

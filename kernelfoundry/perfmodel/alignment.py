@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from ..evaluate.records import LaunchTrace
+from ..records import LaunchTrace
 from ..task import DTYPE_BYTES, Task
 
 #: Row alignment (elements) Triton's divisibility specialisation needs.

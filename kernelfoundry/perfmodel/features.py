@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..evaluate.records import LaunchTrace
+from ..records import LaunchTrace
 from .alignment import scalar_share
 from .hardware import DTYPE_KEYS, dtype_class
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..candidate import config_key
-from ..evaluate.records import ConfigTrace, HardwareScore
+from ..records import ConfigTrace, HardwareScore
 from ..task import Task
 from .alignment import unaligned_bytes
 from .baseline import baseline, profile_reference

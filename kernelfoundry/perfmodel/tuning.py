@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..candidate import HINT_PARAMS, config_key
-from ..evaluate.records import ConfigTrace
+from ..records import ConfigTrace
 from .features import launch_features
 from .model import BOUNDS, HardwareArrays, ModelOutput, evaluate, sum_launches
 from .occupancy import REASONS, CompiledArrays

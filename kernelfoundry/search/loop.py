@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import UserError
-from ..evaluate.records import is_inconclusive
+from ..records import is_inconclusive
 from ..memory.run_memory import is_memory_seed
 from ..mutate.base import ParentView
 from ..store import RunStore

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..evaluate.records import is_inconclusive
+from ..records import is_inconclusive
 from ..store import RunStore
 from .archive import KernelArchive
 

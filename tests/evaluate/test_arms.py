@@ -4,7 +4,7 @@ import ast
 
 from kernelfoundry.evaluate.arms import RECORDER, ArmTransformer, _kf_arm, compile_host
 from kernelfoundry.evaluate.correctness import unchecked_paths
-from kernelfoundry.evaluate.records import ConfigTrace
+from kernelfoundry.records import ConfigTrace
 
 HOST = '''\
 import types

@@ -13,7 +13,7 @@ import pytest
 from kernelfoundry.candidate import HINT_PARAMS, parse_param_space
 from kernelfoundry.evaluate.descriptors import (BIN_LABELS, DESCRIPTOR_BINS, DESCRIPTOR_NAMES, DESCRIPTOR_RANGES,
                                                 compute_descriptors, main_launch)
-from kernelfoundry.evaluate.records import ConfigTrace, LaunchTrace, TensorTraffic
+from kernelfoundry.records import ConfigTrace, LaunchTrace, TensorTraffic
 from kernelfoundry.evaluate.inprocess import trace_trusted
 from kernelfoundry.task import load_task
 

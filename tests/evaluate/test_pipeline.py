@@ -175,7 +175,7 @@ def test_seed_end_to_end():
 def test_a_trace_killed_for_the_verifiers_own_memory_is_inconclusive(monkeypatch):
     """The trace at the target shapes is the verifier's instrument: its memory or time running out says
     nothing about the kernel. The verdict fails (nothing unverified is admitted) and says it is inconclusive."""
-    from kernelfoundry.evaluate.records import INCONCLUSIVE, is_inconclusive
+    from kernelfoundry.records import INCONCLUSIVE, is_inconclusive
     real = pipeline.run_sandboxed
 
     def trace_out_of_memory(module, payload, limits, **kw):
@@ -191,7 +191,7 @@ def test_a_trace_killed_for_the_verifiers_own_memory_is_inconclusive(monkeypatch
 
 
 def test_the_trace_childs_own_time_limit_is_inconclusive_a_kernel_error_is_not():
-    from kernelfoundry.evaluate.records import INCONCLUSIVE
+    from kernelfoundry.records import INCONCLUSIVE
     outcome = SandboxOutcome(ok=True, result={}, reason="", exit_code=0)
     timed_out = {"traces": [], "error": "shape {x_0=4096}, config BLOCK_N=256: tracing did not finish within "
                                         "48 s; even with sampled programs and loops the kernel runs too long"}

@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from kernelfoundry.evaluate.records import TensorTraffic
+from kernelfoundry.records import TensorTraffic
 from kernelfoundry.perfmodel.alignment import scalar_share, unaligned_bytes
 from kernelfoundry.perfmodel.features import dot_accumulator_adds, launch_features
 from kernelfoundry.perfmodel.hardware import resolve_hardware

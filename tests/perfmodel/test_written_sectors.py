@@ -11,7 +11,7 @@ import pytest
 
 from kernelfoundry import REPO_DIR
 from kernelfoundry.evaluate.pipeline import verify
-from kernelfoundry.evaluate.records import ConfigTrace
+from kernelfoundry.records import ConfigTrace
 from kernelfoundry.perfmodel.features import launch_features
 from kernelfoundry.perfmodel.hardware import resolve_hardware
 from kernelfoundry.perfmodel.model import HardwareArrays, evaluate

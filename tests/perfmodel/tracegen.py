@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from kernelfoundry.evaluate.records import ConfigTrace, LaunchTrace, TensorTraffic
+from kernelfoundry.records import ConfigTrace, LaunchTrace, TensorTraffic
 
 SECTOR = 32
 ELEM = {"fp16": 2, "bf16": 2, "fp32": 4, "fp8": 1, "int8": 1, "fp64": 8}

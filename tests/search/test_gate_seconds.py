@@ -32,7 +32,7 @@ def test_gate_seconds_median_p90_per_gate_skip_missing_and_bad_values():
 
 
 def test_inconclusive_verdicts_are_counted_apart():
-    from kernelfoundry.evaluate.records import INCONCLUSIVE
+    from kernelfoundry.records import INCONCLUSIVE
     stats = RunStats()
     stats.note(cid=0, passed=False, gate="trace", objective=None, mutator="builtin:whole_row", usage=None,
                gates=[{"name": "correctness", "passed": True},
