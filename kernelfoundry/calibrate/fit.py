@@ -7,14 +7,13 @@ figures of :data:`FIGURES` (in log space, inside their bounds) to minimise the w
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
-from ..perfmodel.hardware import HardwareSpec
+from ..perfmodel.hardware import HardwareSpec, get_figure, with_figures
 
 #: figure -> (lower, upper): the "approx" / fitted figures calibration may change.
 FIGURES: dict[str, tuple[float, float]] = {
@@ -39,24 +38,6 @@ class Measurement:
     predict: Callable[[HardwareSpec], float]
     weight: float = 1.0
     source: str = ""
-
-
-def get_figure(spec: HardwareSpec, name: str) -> float:
-    if name.startswith("library_efficiency."):
-        return float(spec.library_efficiency[name.split(".", 1)[1]])
-    return float(getattr(spec, name))
-
-
-def with_figures(spec: HardwareSpec, values: dict[str, float]) -> HardwareSpec:
-    """*spec* with some figures replaced (a new spec; the loader's cache is untouched)."""
-    lib = dict(spec.library_efficiency)
-    plain = {}
-    for name, value in values.items():
-        if name.startswith("library_efficiency."):
-            lib[name.split(".", 1)[1]] = float(value)
-        else:
-            plain[name] = float(value)
-    return dataclasses.replace(spec, library_efficiency=lib, **plain)
 
 
 def log_errors(rows: list[Measurement], spec: HardwareSpec) -> np.ndarray:

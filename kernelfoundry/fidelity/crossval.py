@@ -30,7 +30,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..calibrate.fit import get_figure, with_figures
+from ..perfmodel.hardware import get_figure, with_figures
 from ..perfmodel.eager import kernels as eager_kernels
 from ..perfmodel.eager import rules_conv, rules_matmul, rules_norm, rules_pointwise, rules_reduce
 from ..perfmodel.hardware import HardwareSpec, load_hardware

@@ -11,7 +11,7 @@ import functools
 import math
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +166,25 @@ class HardwareSpec:
         d["matrix_granule"] = list(self.matrix_granule)
         d.pop("path")
         return d
+
+
+def get_figure(spec: HardwareSpec, name: str) -> float:
+    """One fitted figure of *spec* by name (``library_efficiency.gemm`` names a key of that dict)."""
+    if name.startswith("library_efficiency."):
+        return float(spec.library_efficiency[name.split(".", 1)[1]])
+    return float(getattr(spec, name))
+
+
+def with_figures(spec: HardwareSpec, values: dict[str, float]) -> HardwareSpec:
+    """*spec* with some figures replaced (a new spec; the loader's cache is untouched)."""
+    lib = dict(spec.library_efficiency)
+    plain = {}
+    for name, value in values.items():
+        if name.startswith("library_efficiency."):
+            lib[name.split(".", 1)[1]] = float(value)
+        else:
+            plain[name] = float(value)
+    return replace(spec, library_efficiency=lib, **plain)
 
 
 def user_hardware_dirs() -> list[Path]:
