@@ -11,6 +11,9 @@ __version__ = "0.1.0"
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_DIR = PACKAGE_DIR.parent
 
+#: Where runs land by default: the checkout's archives/ when there is one, else ./archives.
+DEFAULT_ARCHIVES = REPO_DIR / "archives" if (REPO_DIR / "archives").is_dir() else Path("archives")
+
 #: Shipped data: ``kernelfoundry/data/<name>`` (``hardware``, ``prompts``).  In a checkout these are
 #: symbolic links to the repository's ``hardware/`` and ``prompts/`` (the files git holds); a built
 #: wheel holds copies.  See docs/packaging.md.

@@ -32,6 +32,7 @@ import yaml
 
 from .errors import UserError
 from .evolve import EvolveConfig
+from .kernelbench import load_task_or_problem
 from .task import load_task
 
 #: method name -> (strategy, prompt evolution, template tuning)
@@ -107,7 +108,7 @@ def load_suite_tasks(suite: Suite, *, drafts: bool) -> tuple[list, list[Path], l
             paths.append(path)
             continue
         try:
-            tasks.append(load_task(path, allow_no_seed=drafts))
+            tasks.append(load_task_or_problem(path, allow_no_seed=drafts))
             paths.append(path)
         except TaskError as exc:
             reason = str(exc)

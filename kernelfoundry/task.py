@@ -123,30 +123,25 @@ def load_task(path: str | Path, *, check_files: bool = True, allow_no_seed: bool
     """Read and validate a task file; raise :class:`TaskError` naming the problem.
 
     ``check_files=False`` skips the check that the seed kernels exist (for commands that
-    do not use them, such as ``verify``).  A ``.py`` path is a KernelBench problem file
-    (docs/kernelbench.md), imported into a cached task file first.  ``allow_no_seed`` (an LLM
-    drafts the first kernel, docs/llm.md "Drafts") accepts a problem the seed generator has no
-    template for, and a task file with ``seeds: []``: the task has no seeds and says why in
-    ``no_seed_reason``.
+    do not use them, such as ``verify``).  A ``.py`` path (a KernelBench problem file) is refused:
+    :func:`kernelfoundry.kernelbench.load_task_or_problem`, which the commands call, imports one
+    (sandboxed) into a cached task file first.  ``allow_no_seed`` (an LLM drafts the first kernel,
+    docs/llm.md "Drafts") accepts a task file with ``seeds: []``: the task has no seeds and says why
+    in ``no_seed_reason``.
     """
     path = Path(path)
-    if path.suffix == ".py":                # a KernelBench problem: imported (sandboxed) into a cached task
-        from .kernelbench import materialize
-        task_file = materialize(path, check_files=check_files, allow_no_seed=allow_no_seed)
-        reason = _import_no_seed_reason(task_file) if allow_no_seed else None
-        if reason is None:
-            return load_task(task_file, check_files=check_files)
-        data = _read_yaml(task_file)
-        if isinstance(data, dict):          # the seed the import would have written does not exist
-            data = dict(data, seeds=[], no_seed_reason=f"the seed generator cannot write one: {reason}")
-        return task_from_dict(data, source=task_file, check_files=check_files)
-    data = _read_yaml(path)
+    if path.suffix == ".py":                # a KernelBench problem: the commands import it (sandboxed) first
+        raise TaskError(f"{path} is a KernelBench problem file, not a task file; the commands (evolve, verify, "
+                        "bench) import it into a task file, and so does "
+                        "kernelfoundry.kernelbench.load_task_or_problem (docs/kernelbench.md).")
+    data = read_task_yaml(path)
     if allow_no_seed and isinstance(data, dict) and data.get("seeds") == [] and not data.get("no_seed_reason"):
         data = dict(data, no_seed_reason="the task file lists no seed kernels")
     return task_from_dict(data, source=path, check_files=check_files)
 
 
-def _read_yaml(path: Path) -> Any:
+def read_task_yaml(path: Path) -> Any:
+    """The YAML in task file *path*; a :class:`TaskError` naming what is wrong with the file."""
     if not path.exists():
         raise TaskError(f"task file {path} does not exist.")
     if path.is_dir():
@@ -157,19 +152,6 @@ def _read_yaml(path: Path) -> Any:
         raise TaskError(f"task file {path} is not valid YAML: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise TaskError(f"task file {path} cannot be read: {exc}") from None
-
-
-def _import_no_seed_reason(task_file: Path) -> str | None:
-    """Why the import of a KernelBench problem wrote no seed (``import.json`` beside its cached
-    task file, written by :func:`kernelbench.importer.materialize`), or None."""
-    import json
-    meta_file = task_file.parent / "import.json"
-    try:
-        meta = json.loads(meta_file.read_text())
-    except (OSError, ValueError):
-        return None                         # a task file written elsewhere (--seed-kernel): it has its seed
-    reason = meta.get("no_seed_reason") if isinstance(meta, dict) else None
-    return str(reason) if reason else None
 
 
 def task_from_dict(data: Any, *, source: Path | None = None, check_files: bool = True) -> Task:

@@ -19,7 +19,7 @@ from typing import Any
 
 from .candidate import verify_seed
 from .errors import UserError
-from .evaluate.records import VerifyResult
+from .records import VerifyResult
 
 EPILOG = """\
 gates, in order (the first failure stops the run):
@@ -160,12 +160,12 @@ def write_asm_files(result: VerifyResult, directory: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .evaluate.pipeline import default_limits, verify
-    from .task import load_task
+    from .kernelbench import load_task_or_problem
     if not args.timeout > 0:
         raise UserError(f"--timeout must be a positive number of seconds; got {args.timeout}.")
     if args.max_kernel_configs < 1:
         raise UserError(f"--max-kernel-configs must be at least 1; got {args.max_kernel_configs}.")
-    task = load_task(args.task, check_files=False)          # verify does not use the task's seed kernels
+    task = load_task_or_problem(args.task, check_files=False)          # verify does not use the task's seed kernels
     source = read_kernel(args.kernel)
     hardware = None
     if args.hardware is not None:

@@ -25,8 +25,8 @@ TOLERANCE = 1e-2
 def check_contract(solution: Path, problem: Path, *, env_index: int = 0, seed: int = 0,
                    timeout_s: float = 600.0) -> dict[str, Any]:
     """Run the contract in a child process; ``{"ok": bool, "reason": str, "max_abs_err": float, ...}``."""
-    from ..task import load_task
-    task = load_task(problem, check_files=False)
+    from .loader import load_task_or_problem
+    task = load_task_or_problem(problem, check_files=False)
     sizes = {str(task.target_shapes[0][s]): task.check_shapes[min(env_index, len(task.check_shapes) - 1)][s]
              for s in task.target_shapes[0]}
     from .. import REPO_DIR

@@ -129,7 +129,7 @@ def _docstring(source: str) -> str:
 
 
 def cache_root() -> Path:
-    from ..evolve import DEFAULT_ARCHIVES
+    from .. import DEFAULT_ARCHIVES
     return Path(os.environ.get("KERNELFOUNDRY_KB_CACHE") or DEFAULT_ARCHIVES / ".kernelbench")
 
 

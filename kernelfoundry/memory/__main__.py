@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         args.command, args.top = "stats", 12
     try:
-        from ..evolve import DEFAULT_ARCHIVES
+        from .. import DEFAULT_ARCHIVES
         path = resolve_memory_path(args.memory, DEFAULT_ARCHIVES)
         if path is None:
             raise UserError("the memory is switched off ($KERNELFOUNDRY_MEMORY=off); give --memory PATH.")

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from .bandit import DUPLICATE_REWARD, OperatorBandit
 from .signature import TaskSignature, signature_of
 from .store import ExperienceStore
-from .values import DRAFT, REFINE, gain_of, reward_of, stage_of
+from .values import DRAFT, REFINE, child_gain, gain_of, reward_of, stage_of
 
 #: experiences retrieved into an LLM prompt, and how many jobs a retrieval is reused for
 PROMPT_EXPERIENCES = 3
@@ -87,13 +87,12 @@ class RunMemory:
 
     @classmethod
     def open(cls, path: str | Path | None, task, hardware: list[str], *, read: bool = True, write: bool = True,
-             builtin: bool = False, log: Callable[[str], None] = print) -> "RunMemory":
+             builtin_operators: dict[str, tuple[str, float]] | None = None,
+             log: Callable[[str], None] = print) -> "RunMemory":
         """The memory for a run of *task* (*path* None: none, only the bandit); set ``run`` (the run
-        directory) before recording."""
-        ops = None
-        if builtin:
-            from ..mutate.builtin import OPERATORS
-            ops = {op.name: (op.kind, float(op.weight)) for op in OPERATORS}
+        directory) before recording.  *builtin_operators* (name -> (kind, weight), given by the caller
+        from the built-in mutator's operators) switches the operator bandit on."""
+        ops = builtin_operators
         store = ExperienceStore(path) if path is not None else None
         try:
             return cls(store, signature_of(task, hardware), read=read, write=write, builtin_operators=ops, log=log)
@@ -186,7 +185,6 @@ class RunMemory:
         pkey = prompt_key((job.get("prompt") or {}).get("sections"))
         actions: list = [mutator]
         if pkey:                 # a prompt variant is valued on the prompt pool's own credit scale
-            from ..mutate.metaprompt import child_gain
             actions.append((pkey, child_gain(parent.get("objective"), child_obj, PROMPT_FIX_CREDIT)))
         diff = ""
         if parent.get("source") and row.get("source"):

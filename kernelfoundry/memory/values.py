@@ -43,3 +43,16 @@ def reward_of(stage: int, passed: bool, parent_objective: float | None, child_ob
         return FAILED_REFINE
     gain = gain_of(parent_objective, child_objective)
     return 0.0 if gain is None else max(-GAIN_CLIP, min(GAIN_CLIP, gain))
+
+
+def child_gain(parent_objective: float | None, child_objective: float | None, fix_credit: float) -> float:
+    """A prompt variant's credit for one child: the child's log speedup over its parent, never below 0;
+    *fix_credit* for a correct child of a failed parent; 0 for a failed child.  The prompt pool
+    (mutate/metaprompt.py, whose docstring explains it) and the memory value prompt variants with it."""
+    def ok(x):
+        return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+    if not ok(child_objective):
+        return 0.0
+    if not ok(parent_objective):
+        return fix_credit
+    return max(0.0, math.log(child_objective / parent_objective))

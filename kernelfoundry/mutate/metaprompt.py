@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from ..errors import UserError
+from ..memory.values import child_gain  # noqa: F401  (the memory values prompt variants with it too)
 from .prompts import DEFAULT_PROMPT_DIR, PromptRenderer
 
 OPERATORS = ("improve", "specialize", "generalize", "simplify")
@@ -77,17 +78,6 @@ def parse_sections(text: str, allowed: list[str]) -> dict[str, str]:
 
 def _dedupe_key(sections: dict[str, str]) -> str:
     return "\n".join(f"{k}:{' '.join(v.lower().split())}" for k, v in sorted(sections.items()))
-
-
-def child_gain(parent_objective: float | None, child_objective: float | None, fix_credit: float) -> float:
-    """Credit of one child (see module docs)."""
-    def ok(x):
-        return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
-    if not ok(child_objective):
-        return 0.0
-    if not ok(parent_objective):
-        return fix_credit
-    return max(0.0, math.log(child_objective / parent_objective))
 
 
 class PromptPool:

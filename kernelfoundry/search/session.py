@@ -11,7 +11,8 @@ from typing import Any
 from ..errors import UserError
 from ..evaluate.trace_cache import FILE_NAME as TRACE_CACHE_FILE
 from ..store import RunStore
-from ..task import Task, load_task, task_from_dict
+from ..kernelbench import load_task_or_problem
+from ..task import Task, task_from_dict
 from .archive import ArchiveSpec, KernelArchive
 from .cluster import cluster_cpus, missing_dependencies_hint, resolve_address, start_ray
 from .history import spec_from_meta, spec_to_meta
@@ -28,7 +29,7 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker, stop=None) -> tuple[d
 
     *stop* (a ``threading.Event``, set by a bench running runs side by side) interrupts the run.
     """
-    from ..evolve import config_to_meta
+    from .config import config_to_meta
     with contextlib.ExitStack() as cleanup:          # the store and the run's lock, on every way out
         progress = ProgressLine(cfg.budget, quiet=cfg.quiet)
         if cfg.resume is not None:
@@ -42,7 +43,7 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker, stop=None) -> tuple[d
                 raise UserError(f"--resume {run_dir}: this run was stored by an older KernelFoundry that sorted the "
                                 "task's inputs by name, so their launch order is lost; start a new run.")
             task = task_from_dict(stored_task, check_files=False)
-            if cfg.task is not None and load_task(cfg.task, allow_no_seed=True).name != task.name:
+            if cfg.task is not None and load_task_or_problem(cfg.task, allow_no_seed=True).name != task.name:
                 raise UserError(f"--resume {run_dir} is a run of task '{task.name}', not of {cfg.task}.")
             _check_resume_options(cfg, stored, run_dir)
             for key in RESUME_KEEPS:
@@ -52,7 +53,7 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker, stop=None) -> tuple[d
             seeds = [(str(name), str(src)) for name, src in store.get_meta("seeds") or []]
         else:
             # with an LLM, a task without a seed is run: the LLM drafts its first kernel (search/drafts.py)
-            task = load_task(cfg.task, allow_no_seed=bool(cfg.models))
+            task = load_task_or_problem(cfg.task, allow_no_seed=bool(cfg.models))
             run_dir = None
             seeds = [(p.name, src) for p, src in _read_seeds(task)]     # before a run directory exists
             # memory seeds are added once the run directory exists (below) and stored with the others
@@ -217,7 +218,11 @@ def _open_memory(cfg, task: Task, hardware: list[str], mutator_spec: dict, progr
         progress.message("memory: off" + (" (the operator bandit learns from this run only)" if builtin else ""))
         if not builtin:
             return None
-    memory = RunMemory.open(path, task, hardware, read=cfg.memory_mode == "on", builtin=builtin,
+    ops = None
+    if builtin:
+        from ..mutate.builtin import OPERATORS
+        ops = {op.name: (op.kind, float(op.weight)) for op in OPERATORS}
+    memory = RunMemory.open(path, task, hardware, read=cfg.memory_mode == "on", builtin_operators=ops,
                             log=progress.message)
     cleanup.callback(memory.close)
     if path is None:

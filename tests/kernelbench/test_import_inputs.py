@@ -84,7 +84,7 @@ def cache(tmp_path_factory):
 
 def _import(tmp_path, name, source):
     from kernelfoundry.kernelbench.importer import import_problem, write_task
-    from kernelfoundry.task import load_task
+    from kernelfoundry.kernelbench import load_task_or_problem as load_task
     path = tmp_path / f"{name}.py"
     path.write_text(source)
     imported = import_problem(path)

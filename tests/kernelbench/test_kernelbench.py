@@ -31,8 +31,8 @@ def cache(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tasks(cache):
     """The five test problems, imported once (a sandboxed job each)."""
-    from kernelfoundry.task import load_task
-    return {name: load_task(path) for name, path in FILES.items()}
+    from kernelfoundry.kernelbench import load_task_or_problem
+    return {name: load_task_or_problem(path) for name, path in FILES.items()}
 
 
 def test_the_five_problems_import_with_their_traits(tasks):
@@ -101,7 +101,7 @@ def test_the_contract_catches_a_wrong_kernel(tasks, tmp_path):
      "get_init_inputs()[0] is a tensor"),
 ])
 def test_problems_that_cannot_be_imported_say_why(cache, tmp_path, body, reason):
-    from kernelfoundry.task import load_task
+    from kernelfoundry.kernelbench import load_task_or_problem as load_task
     path = tmp_path / "level2" / "bad_problem.py"
     path.parent.mkdir()
     path.write_text("import torch\n" + body)
