@@ -74,13 +74,23 @@ def _literal(value: float) -> str:
 
 
 def probe_env(symbols: dict[str, int], env0: dict[str, int], ladders: dict[str, list[int]]) -> dict[str, int]:
-    """A second shape where every symbol differs from *env0* and from every other symbol where
-    the ladders allow (so no size is mistaken for a constant or for another size)."""
+    """A second shape where every symbol differs from *env0* and from every other symbol, and
+    every two symbols stand in another ratio than at *env0*, where the ladders allow (so no size
+    is mistaken for a constant or for another size: with B = 2A at both shapes, 4 * C * B and
+    8 * A * C would be the same number twice, and a view's size could be read as either)."""
     used: set[int] = set(env0.values())
-    out = {}
+    out: dict[str, int] = {}
     for s in symbols:
-        options = [v for v in ladders[s] if v != env0[s]]
-        pick = next((v for v in options if v not in used), options[0] if options else env0[s])
+        rungs = list(ladders[s])
+        if len(rungs) >= 2:                 # a few more rungs of the same step, for a ratio of its own
+            rungs += [rungs[-1] + k * (rungs[-1] - rungs[-2]) for k in range(1, 5)]
+        options = [v for v in rungs if v != env0[s]]
+
+        def new_ratio(v: int) -> bool:
+            return all(v * env0[t] != w * env0[s] for t, w in out.items())
+        plain = [v for v in ladders[s] if v != env0[s]]
+        pick = next((v for v in options if v not in used and new_ratio(v)),
+                    next((v for v in plain if v not in used), plain[0] if plain else env0[s]))
         out[s] = pick
         used.add(pick)
     return out

@@ -76,3 +76,20 @@ def test_ladder_starts_at_a_minimum_and_huge_volumes_drop_divisibility():
 
 def test_a_sum_of_sizes_is_a_size_expression():
     assert size_expr(72, 56, {"a": 20, "b": 32}, {"a": 12, "b": 32}, ["a", "b"]) == "(S_a + S_a + S_b)"
+
+
+def test_the_probe_shape_gives_every_two_symbols_a_new_ratio():
+    """At the check shape B_1 = 2 * A_1; a probe keeping that ratio made 8 * A_1 * A_2 (an einsum's
+    flattened rows) and 4 * A_2 * B_1 the same number at both shapes, and the seed read the wrong one."""
+    from kernelfoundry.kernelbench.shrink import ladder
+    from kernelfoundry.kernelbench.sizes import probe_env, size_expr
+    symbols = {"A_1": 256, "A_2": 512, "A_3": 256, "B_1": 768}
+    env0 = {"A_1": 16, "A_2": 16, "A_3": 16, "B_1": 32}
+    probe = probe_env(symbols, env0, {s: ladder(v, [], 2) for s, v in symbols.items()})
+    assert all(probe[s] != env0[s] for s in symbols) and len(set(probe.values())) == len(probe)
+    for s in symbols:
+        for t in symbols:
+            if s < t:
+                assert probe[s] * env0[t] != probe[t] * env0[s], (s, t, probe)
+    rows = lambda e: 8 * e["A_1"] * e["A_2"]          # noqa: E731
+    assert size_expr(rows(env0), rows(probe), env0, probe, list(symbols)) == "8 * S_A_1 * S_A_2"
