@@ -42,7 +42,9 @@ def size_expr(a: float, b: float, env_a: dict[str, int], env_b: dict[str, int], 
                 if q.denominator != 1:
                     body = f"({body}) // {q.denominator}" if integral else f"({body}) / {q.denominator}"
                 text = f"(1.0 / ({body}))" if inverse else body if integral else f"float({body})"
-                found.append(((inverse, q.denominator != 1, q != 1, k), text))
+                # plainer first: no reciprocal, no fraction, no factor, fewer sizes, then the smaller
+                # factor (C * D * H * W / 8 over 15/128 * N * C * H * W, which fit two shapes by chance)
+                found.append(((inverse, q.denominator != 1, q != 1, k, q.numerator * q.denominator), text))
     if found:
         return min(found)[1]
     for combo in (c for k in range(1, 3) for c in itertools.combinations_with_replacement(symbols, k)):

@@ -93,3 +93,16 @@ def test_the_probe_shape_gives_every_two_symbols_a_new_ratio():
                 assert probe[s] * env0[t] != probe[t] * env0[s], (s, t, probe)
     rows = lambda e: 8 * e["A_1"] * e["A_2"]          # noqa: E731
     assert size_expr(rows(env0), rows(probe), env0, probe, list(symbols)) == "8 * S_A_1 * S_A_2"
+
+
+def test_of_two_expressions_that_fit_both_shapes_the_one_with_the_plainer_factor_wins():
+    """A GroupNorm's count C * D * H * W / 8 against 15/128 * N * C * H * W: where D = 15 N / 16 at
+    both traced shapes both fit; the plainer factor is the problem's own."""
+    from kernelfoundry.kernelbench.sizes import size_expr
+    names = ["N", "C", "D", "H", "W"]
+    a = {"N": 16, "C": 24, "D": 15, "H": 6, "W": 10}
+    b = {"N": 32, "C": 40, "D": 30, "H": 12, "W": 14}
+    count = lambda e: e["C"] * e["D"] * e["H"] * e["W"] / 8          # noqa: E731
+    assert count(a) == 15 * a["N"] * a["C"] * a["H"] * a["W"] / 128 and \
+        count(b) == 15 * b["N"] * b["C"] * b["H"] * b["W"] / 128
+    assert size_expr(count(a), count(b), a, b, names) == "float((S_C * S_D * S_H * S_W) / 8)"
