@@ -84,7 +84,7 @@ def cache(tmp_path_factory):
 
 def _import(tmp_path, name, source):
     from kernelfoundry.kernelbench.importer import import_problem, write_task
-    from kernelfoundry.kernelbench import load_task_or_problem as load_task
+    from kernelfoundry.task import load_task
     path = tmp_path / f"{name}.py"
     path.write_text(source)
     imported = import_problem(path)
@@ -131,7 +131,7 @@ def test_constants_dropout_zero_and_a_size_the_model_fixes(cache, tmp_path):
 
 
 def test_dropout_in_training_mode_is_refused_naming_it(cache, tmp_path):
-    from kernelfoundry.task import load_task
+    from kernelfoundry.kernelbench import load_task_or_problem as load_task
     path = tmp_path / "dropout.py"
     path.write_text(CONSTANTS.replace("return [200, 0.0]", "return [200, 0.2]"))
     with pytest.raises(TaskError, match=r"reference is random.*Dropout\(p=0.2\)"):
