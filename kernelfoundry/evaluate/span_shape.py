@@ -152,9 +152,9 @@ def grid_span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -
 
 
 #: The long-row run's inputs hold at most this many elements in all ...
-LONG_ELEMENT_BUDGET = 1 << 21
-#: ... and programs x blocks along its loop dimensions at most this many (about 0.5 s in the interpreter).
-LONG_TRIP_BUDGET = 512
+LONG_ELEMENT_BUDGET = 1 << 20
+#: ... and programs x blocks along its loop dimensions at most this many (about 0.3 s in the interpreter).
+LONG_TRIP_BUDGET = 256
 
 
 def long_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dict[str, int] | None:
