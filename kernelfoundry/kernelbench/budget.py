@@ -103,3 +103,20 @@ def _descend(env, units, symbols, divisors, at_least, budget, cost):
             continue
         env, units = trial, got
     return env, units
+
+
+def widen(env: dict[str, int], symbols: dict[str, int], divisors: list[int], at_least: int, budget: float,
+          cost: Callable[[dict[str, int]], float | None]) -> dict[str, int]:
+    """A second check shape above *env* (when fitting both to the budget made them one): each symbol,
+    smallest first, raised to a size it may take (parity, divisors), near 1.5x where *budget* allows;
+    *env* itself where nothing fits.  Two shapes catch what one cannot (a size read from the wrong dim)."""
+    out = dict(env)
+    for s in sorted(env, key=lambda s: (env[s], s)):
+        ups = [v for v in lower_sizes(symbols[s], divisors, at_least) if v > out[s]][:12]
+        for v in sorted(ups, key=lambda v: (abs(v - 1.5 * out[s]), v)):
+            trial = dict(out, **{s: v})
+            got = cost(trial)
+            if got is not None and got <= budget:
+                out = trial
+                break
+    return out

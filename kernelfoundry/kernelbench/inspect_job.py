@@ -339,7 +339,9 @@ def _symbolic_round(ns, source, filename, seed, inputs, init, call_args, literal
                     for i, e in enumerate(envs)]
             if not last and any((cost(e) or 0) > budget.BUDGET[min(i, 1)] for i, e in enumerate(envs)):
                 return None, divs                     # over budget: the next round, small sizes as symbols
-            out["check"] = envs if len(envs) < 2 or envs[0] != envs[1] else envs[:1]
+            if len(envs) < 2 or envs[0] == envs[1]:   # the budget made them one: a second, wider one
+                envs = [envs[0], budget.widen(envs[0], symbols, divs, at_least, budget.BUDGET[1], cost)]
+            out["check"] = envs if envs[0] != envs[1] else envs[:1]
             if at_least > 2 and first is not None and max(
                     math.prod(env[d] if isinstance(d, str) else d for d in dims)
                     for env in out["check"] for dims in symbolic.values()) > shrink.HARD_CAP:

@@ -105,3 +105,19 @@ def test_check_shapes_fit_the_work_budget():
     inputs2 = [{"shape": ["n", 64, "h", "h"], "dtype": "float32"}, {"shape": [64, 64, 9, 9], "dtype": "float32"}]
     fitted = budget.fit({"n": 32, "h": 64}, {"n": 32, "h": 64}, [], 2, 1e6, lambda e: budget.work(plain, inputs2, e))
     assert fitted["h"] >= 9 and math.prod(fitted.values()) < 32 * 64
+
+
+def test_a_second_check_shape_is_widened_within_its_budget():
+    def reference(x, w):
+        return torch.nn.functional.conv_transpose3d(x, w)
+    inputs = [{"shape": ["n", "c", "d", "h", "w"], "dtype": "float32"}, {"shape": ["c", 16, 3, 5, 7], "dtype": "float32"}]
+    symbols = {"n": 16, "c": 32, "d": 16, "h": 32, "w": 64}
+
+    def cost(e):
+        return budget.work(reference, inputs, e)
+    first = budget.fit({s: 16 for s in symbols}, symbols, [16, 3, 5, 7], 2, budget.BUDGET[0], cost)
+    second = budget.widen(first, symbols, [16, 3, 5, 7], 2, budget.BUDGET[1], cost)
+    assert second != first and cost(second) <= budget.BUDGET[1]
+    assert all(second[s] >= first[s] and second[s] % 2 == symbols[s] % 2 for s in symbols)
+    # nothing fits: the shape stays as it is
+    assert budget.widen(first, symbols, [16, 3, 5, 7], 2, cost(first), cost) == first
