@@ -46,16 +46,62 @@ def job_module(tmp_path_factory):
         os.environ["PYTHONPATH"] = old
 
 
+#: Tests left out of the quick tier (``-m "not slow"``): whole commands end to end, benchmark smokes,
+#: the adversarial corpus, interpreter runs at KernelBench sizes (over ~10 s each on a quiet 2-core
+#: machine, measured with ``--durations``).  A path prefix: a module, or a test function of it.
+SLOW = (
+    "tests/adversarial/test_adversarial.py",
+    "tests/compiler/test_compile.py::test_every_seed_compiles_for_sm90_sm80_gfx942",
+    "tests/core/test_plot_export.py::test_export_files_run_match_reference_and_pass_the_verifier",
+    "tests/evaluate/test_compile_gate.py::test_matmul_seed_compiles_and_the_model_uses_the_compilers_figures",
+    "tests/evaluate/test_correctness.py::test_shipped_seeds_pass_load_and_correctness",
+    "tests/evaluate/test_pipeline.py::test_seed_end_to_end",
+    "tests/evaluate/test_trace.py::test_a_trusted_check_after_a_direct_launch_in_the_same_process",
+    "tests/evaluate/test_trace.py::test_child_runs_as_a_module",
+    "tests/fidelity/test_kernels.py::test_liger_style_kernel_passes_verify",
+    "tests/kernelbench/test_kernelbench.py::test_a_problem_folder_bench_counts_problems_without_a_start",
+    "tests/kernelbench/test_kernelbench.py::test_fidelity_generator_smoke",
+    "tests/kernelbench/test_seed_attention.py::test_sdpa_lowers_to_flash_kernels_that_pass_the_checks",
+    "tests/kernelbench/test_seed_pool.py::test_pooling_seeds_match_pytorch_at_the_check_shapes",
+    "tests/measure/test_device_path.py::test_worker_stores_predicted_and_measured",
+    "tests/memory/test_memory_runs.py",
+    "tests/mutate/test_builtin_run.py::test_chain_of_20_mutations_stays_correct",
+    "tests/mutate/test_fuse_row_reduction.py::test_child_passes_the_verifier_and_beats_the_unfused_parent",
+    "tests/mutate/test_unwrap_persistent.py::test_split_row_applies_to_a_persistent_kernel_and_matches_reference",
+    "tests/search/test_cluster.py",
+    "tests/search/test_driver.py::test_dead_worker_is_replaced_and_run_goes_on",
+    "tests/test_bench.py::test_leave_one_out_memory_runs_each_task_cold_then_with_the_others_memory",
+    "tests/test_bench.py::test_tiny_suite_all_methods_end_to_end",
+    "tests/test_bench_engine.py",
+    "tests/test_bench_kernelbench.py",
+    "tests/test_bench_routing.py",
+    "tests/test_bench_verifier.py",
+    "tests/test_bench_memory.py",
+    "tests/test_bench_parallel.py",
+    "tests/test_evolve_cli.py::test_ctrl_c_exits_130_naming_the_run_and_a_run_killed_before_its_seeds_resumes",
+    "tests/test_evolve_cli.py::test_sigkill_loses_only_in_flight_and_resume_finishes",
+    "tests/test_llm_drafts.py::test_drafts_through_litellm_against_a_local_openai_compatible_server",
+    "tests/test_llm_drafts.py::test_replayed_drafts_fix_a_failure_then_search_and_export_a_kernelbench_solution",
+    "tests/test_llm_evolve.py",
+    "tests/test_redteam.py",
+    "tests/test_verify_cli.py::test_seed_through_the_real_command",
+)
+
 #: Fixtures (and test folders) that place a test in the ``ray`` / ``sandbox`` tiers.
 RAY_FIXTURES = {"ray_local"}
 SANDBOX_FIXTURES = {"job_module"}
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark tests by what they start: a local Ray instance (``ray``), sandboxed children (``sandbox``).
+    """Mark tests by what they start: a local Ray instance (``ray``), sandboxed children (``sandbox``);
+    and those listed in :data:`SLOW` as ``slow``.
 
     A test module that starts Ray itself says so with ``pytestmark = pytest.mark.ray``."""
+    root = config.rootpath
     for item in items:
+        where = item.nodeid if not item.nodeid.startswith("/") else str(item.path.relative_to(root))
+        if where.startswith(SLOW):
+            item.add_marker(pytest.mark.slow)
         fixtures = set(getattr(item, "fixturenames", ()))
         if fixtures & RAY_FIXTURES:
             item.add_marker(pytest.mark.ray)

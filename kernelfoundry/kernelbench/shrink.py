@@ -98,6 +98,8 @@ def ladder(value: int, divisors: list[int], at_least: int = 2) -> list[int]:
     for d in divisors:
         if 1 < d <= 256 and value % d == 0:
             need = math.lcm(need, d)
+    if value // need >= 2:          # a group of one (8192 channels in 16 groups shrunk to 16) is degenerate:
+        at_least = max(at_least, 2 * need)     # GroupNorm divides by a zero spread; keep two per group
     r = value % 16
     out = []
     start = r if r >= 2 else r + 16

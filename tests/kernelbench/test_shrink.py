@@ -106,3 +106,12 @@ def test_of_two_expressions_that_fit_both_shapes_the_one_with_the_plainer_factor
     assert count(a) == 15 * a["N"] * a["C"] * a["H"] * a["W"] / 128 and \
         count(b) == 15 * b["N"] * b["C"] * b["H"] * b["W"] / 128
     assert size_expr(count(a), count(b), a, b, names) == "float((S_C * S_D * S_H * S_W) / 8)"
+
+
+def test_a_size_divided_into_groups_keeps_two_per_group():
+    """8192 channels in 16 groups shrunk to 16 made a GroupNorm over one channel: zero spread, the
+    output rounding noise over sqrt(eps); the ladder starts at two per group."""
+    from kernelfoundry.kernelbench.shrink import ladder
+    assert ladder(8192, [16])[0] == 32 and all(v % 16 == 0 for v in ladder(8192, [16]))
+    assert ladder(16, [16])[0] == 16                 # the size is one group at the target too
+    assert ladder(8192, [])[0] == 16
