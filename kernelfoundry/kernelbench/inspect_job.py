@@ -267,7 +267,7 @@ def describe(source: str, filename: str, seed: int) -> dict[str, Any]:
         if out["check"][0][s] not in ladders[s]:         # check_shapes dropped divisibility (too large)
             ladders[s] = shrink.ladder(v, [], at_least)
         if out["check"][0][s] not in ladders[s]:         # below the ladder (the work budget): a size above
-            kept = [d for d in divisors if out["check"][0][s] % d == 0]      # (a group count it still has)
+            kept = [d for d in divisors if d > 1 and out["check"][0][s] % d == 0]      # (a group count it still has)
             ladders[s] = [x for x in budget.lower_sizes(v, kept, at_least) if x > out["check"][0][s]][:6]
     probe = probe_env(out["symbols"], out["check"][0], ladders)
     out["trace_envs"] = [out["check"][0], probe]

@@ -179,7 +179,9 @@ def load_params(source):
 # ----------------------------------------------------------------------------- shared KernelBench files
 
 SHARED_CASES = ["level1/75_conv_transposed_2D_asymmetric_input_asymmetric_kernel_strided__grouped____padded____"
-                "dilated__.py", "level2/57_Conv2d_ReLU_HardSwish.py"]
+                "dilated__.py", "level2/57_Conv2d_ReLU_HardSwish.py",
+                # a constructor int of 0 (padding) among the divisors, sizes lowered to the work budget
+                "level2/89_ConvTranspose3d_MaxPool_Softmax_Subtract_Swish_Max.py"]
 
 
 @pytest.mark.slow      # a sandboxed import and the interpreter at the check shapes: minutes
