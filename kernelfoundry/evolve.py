@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "its seed, hardware, models, strategy, prompt and tuning settings (giving other values "
                         "is an error)")
     p.add_argument("--hardware", help="comma-separated hardware names (default: the task's list); "
-                                      "see `python -m kernelfoundry.hardware`")
+                                      "see `python -m kernelfoundry.hardware`; your own spec files: $KERNELFOUNDRY_HARDWARE_DIR "
+                                      "(docs/packaging.md)")
     p.add_argument("--model", action="append", default=[], dest="models", metavar="NAME",
                    help="litellm model for LLM mutation (repeatable: an ensemble); replay/PATH replays a JSONL; "
                         "default: the task's models, else the built-in offline mutator")

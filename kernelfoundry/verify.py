@@ -50,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("kernel", metavar="KERNEL.py", help="candidate kernel module (PARAMS, @triton.jit kernels, launch)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument("--hardware", metavar="NAMES",
-                   help="comma-separated hardware names, e.g. h100,ascend910b2 (default: the task's list)")
+                   help="comma-separated hardware names, e.g. h100,ascend910b2 (default: the task's list); "
+                        "your own spec files: $KERNELFOUNDRY_HARDWARE_DIR (docs/packaging.md)")
     p.add_argument("--seed", type=int, default=None,
                    help="seed for inputs and config sampling (default: derived from the source, as in "
                         "evolve runs, so a run's kernel gets the objective the run reported)")
