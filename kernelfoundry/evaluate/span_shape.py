@@ -80,25 +80,40 @@ def launch_tiles(probe: dict[str, Any], symbols: list[str]) -> list[dict[str, fl
     return out
 
 
-def span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dict[str, int] | None:
-    """The span shape for *config* given its grid *probe*; None when there is nothing to span (no
-    symbolic dimension, or no shape larger than the check shapes).  An unusable probe counts every
-    dimension as a loop dimension; a shape that stays over the budgets is still returned (the run's
-    time limit then decides: the verifier fails closed)."""
+def _frame(task: Task, config: dict[str, Any], probe: dict[str, Any]):
+    """What the span and long-row shapes start from: (symbols, per-launch tiles, the config's block,
+    the largest target shape, grid dimensions, loop dimensions); None without symbols or targets.
+    An unusable probe counts every dimension as a loop dimension."""
     symbols = shape_symbols(task)
     if not symbols or not task.target_shapes:
         return None
     launches = launch_tiles(probe, symbols) or [{d: math.inf for d in symbols}]
     target = max(task.target_shapes, key=task.input_bytes)
-    block = block_size(config)
     env = {k: int(v) for k, v in target.items()}
     grid = [d for d in symbols if any(not math.isinf(t[d]) for t in launches)]
     loops = [d for d in symbols if d not in grid]
+    return symbols, launches, block_size(config), env, grid, loops
+
+
+def _programs(env: dict[str, int], grid: list[str], launches: list[dict[str, float]]) -> int:
+    """Programs the launches run at *env*, summed."""
+    return sum(math.prod(max(1, math.ceil(env[d] / tiles[d])) for d in grid if not math.isinf(tiles[d]))
+               for tiles in launches)
+
+
+def span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dict[str, int] | None:
+    """The span shape for *config* given its grid *probe*; None when there is nothing to span (no
+    symbolic dimension, or no shape larger than the check shapes).  An unusable probe counts every
+    dimension as a loop dimension; a shape that stays over the budgets is still returned (the run's
+    time limit then decides: the verifier fails closed)."""
+    frame = _frame(task, config, probe)
+    if frame is None:
+        return None
+    symbols, launches, block, env, grid, loops = frame
     for d in grid:                          # a few programs along a grid dimension, in its finest tiling
         t = min(tiles[d] for tiles in launches)
         env[d] = min(env[d], ROWS if t < 2 else 2 * math.ceil(t) + 3)
-    programs = sum(math.prod(max(1, math.ceil(env[d] / tiles[d])) for d in grid if not math.isinf(tiles[d]))
-                   for tiles in launches)
+    programs = _programs(env, grid, launches)
     floor = {d: min(env[d], 2 * block + 3) for d in loops}
 
     def over(values: dict[str, int]) -> bool:
@@ -164,20 +179,14 @@ def long_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dic
     shows on long rows (a max over the first 64K columns, a one-pass variance) is compared there.  None
     when no loop dimension would be longer than at every check shape.  An unusable probe counts every
     dimension as a loop dimension (the shape stays long: fail closed)."""
-    symbols = shape_symbols(task)
-    if not symbols or not task.target_shapes:
+    frame = _frame(task, config, probe)
+    if frame is None:
         return None
-    launches = launch_tiles(probe, symbols) or [{d: math.inf for d in symbols}]
-    target = max(task.target_shapes, key=task.input_bytes)
-    block = block_size(config)
-    env = {k: int(v) for k, v in target.items()}
-    grid = [d for d in symbols if any(not math.isinf(t[d]) for t in launches)]
-    loops = [d for d in symbols if d not in grid]
+    symbols, launches, block, env, grid, loops = frame
     for d in grid:
         t = min(tiles[d] for tiles in launches)
         env[d] = min(env[d], 2 if t < 2 else math.ceil(t) + 1)
-    programs = sum(math.prod(max(1, math.ceil(env[d] / tiles[d])) for d in grid if not math.isinf(tiles[d]))
-                   for tiles in launches)
+    programs = _programs(env, grid, launches)
 
     # With grid dimensions known, the loop dimensions are one row walked in blocks (a LayerNorm's
     # F x D1 x D2).  With none (a one-program or failed probe: a GEMM whose check shapes fit one tile),
