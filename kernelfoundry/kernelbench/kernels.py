@@ -25,13 +25,14 @@ def _split(var: str, prefix: str, sizes: list[str], out: str) -> list[str]:
     return lines
 
 
-def pointwise(name: str, n_in: int, rank: int, n_out: int, n_const: int, body: list[str],
-              outs: list[str]) -> str:
-    """A flat elementwise kernel over a rank-*rank* output; input k is read through its strides."""
+def pointwise_head(name: str, n_in: int, rank: int, out_params: list[str], n_const: int,
+                   body: list[str]) -> list[str]:
+    """The elementwise template up to its stores: signature (inputs with their strides, *out_params*,
+    ``n``, the output's dims, constants, ``BLOCK``), the index split, the loads ``a{k}``, *body*."""
     params = []
     for k in range(n_in):
         params += [f"in{k}"] + [f"in{k}_s{d}" for d in range(rank)]
-    params += [f"out{k}" for k in range(n_out)] + ["n"] + [f"d{d}" for d in range(rank)]
+    params += out_params + ["n"] + [f"d{d}" for d in range(rank)]
     params += [f"c{j}" for j in range(n_const)] + ["BLOCK: tl.constexpr"]
     lines = ["@triton.jit", f"def {name}({', '.join(params)}):",
              "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
@@ -40,7 +41,13 @@ def pointwise(name: str, n_in: int, rank: int, n_out: int, n_const: int, body: l
     for k in range(n_in):
         addr = " + ".join(f"i{d} * in{k}_s{d}" for d in range(rank)) or "offs * 0"
         lines.append(f"    a{k} = tl.load(in{k} + {addr}, mask=mask, other=0)")
-    lines += [f"    {line}" for line in body]
+    return lines + [f"    {line}" for line in body]
+
+
+def pointwise(name: str, n_in: int, rank: int, n_out: int, n_const: int, body: list[str],
+              outs: list[str]) -> str:
+    """A flat elementwise kernel over a rank-*rank* output; input k is read through its strides."""
+    lines = pointwise_head(name, n_in, rank, [f"out{k}" for k in range(n_out)], n_const, body)
     for k, value in enumerate(outs):
         lines.append(f"    tl.store(out{k} + offs, ({value}).to(out{k}.dtype.element_ty), mask=mask)")
     return "\n".join(lines) + "\n"

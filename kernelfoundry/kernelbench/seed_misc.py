@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .kernels import _split
+from .kernels import _split, pointwise_head
 from .noseed import NoSeed
 
 
@@ -45,19 +45,7 @@ def remap_kernel(name: str, rank: int, flips: tuple[int, ...], gather_dim: int |
 
 def strided_pointwise_kernel(name: str, n_in: int, rank: int, n_const: int, body: list[str], value: str) -> str:
     """The elementwise template storing through the output's strides (a slice of a larger tensor)."""
-    params = []
-    for k in range(n_in):
-        params += [f"in{k}"] + [f"in{k}_s{d}" for d in range(rank)]
-    params += ["out"] + [f"out_s{d}" for d in range(rank)] + ["n"] + [f"d{d}" for d in range(rank)]
-    params += [f"c{j}" for j in range(n_const)] + ["BLOCK: tl.constexpr"]
-    lines = ["@triton.jit", f"def {name}({', '.join(params)}):",
-             "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
-             "    mask = offs < n"]
-    lines += _split("offs", "", [f"d{d}" for d in range(rank)], "i")
-    for k in range(n_in):
-        addr = " + ".join(f"i{d} * in{k}_s{d}" for d in range(rank))
-        lines.append(f"    a{k} = tl.load(in{k} + {addr}, mask=mask, other=0)")
-    lines += [f"    {line}" for line in body]
+    lines = pointwise_head(name, n_in, rank, ["out"] + [f"out_s{d}" for d in range(rank)], n_const, body)
     dst = " + ".join(f"i{d} * out_s{d}" for d in range(rank))
     lines.append(f"    tl.store(out + {dst}, ({value}).to(out.dtype.element_ty), mask=mask)")
     return "\n".join(lines) + "\n"
