@@ -98,7 +98,7 @@ class ConfigTrace:
     config: dict[str, Any]            # kernel (non-hint) params the trace ran with
     launches: list[LaunchTrace]
     seconds: float = 0.0
-    arms: list[str] = field(default_factory=list)   # branch arms the traced run took (evaluate/arms.py)
+    arms: list[str] = field(default_factory=list)   # branch arms the traced run took (harness/arms.py)
     # bytes of each zero-filled allocation the host code made (torch.zeros*): a fill kernel on a GPU
     zero_fill_bytes: list[float] = field(default_factory=list)
 

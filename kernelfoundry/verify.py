@@ -95,7 +95,7 @@ def format_text(result: VerifyResult, *, task_name: str, kernel: str, notes: dic
         if gate.reason:                 # a passed gate may note something (the model: its feedback per hardware)
             lines += [f"      {line}" for line in gate.reason.splitlines()]
     if result.descriptors:
-        from .evaluate.descriptors import BIN_LABELS, DESCRIPTOR_BINS, DESCRIPTOR_NAMES, DESCRIPTOR_RANGES
+        from .evaluate.judge.descriptors import BIN_LABELS, DESCRIPTOR_BINS, DESCRIPTOR_NAMES, DESCRIPTOR_RANGES
         parts = []
         for name, bins, (lo, hi) in zip(DESCRIPTOR_NAMES, DESCRIPTOR_BINS, DESCRIPTOR_RANGES):
             value = result.descriptors.get(name)
@@ -146,7 +146,7 @@ def read_kernel(path: str) -> str:
 
 def write_asm_files(result: VerifyResult, directory: str) -> None:
     """``--asm DIR``: the best configs' assembly, or a note on stderr when nothing compiled."""
-    from .evaluate.compile_gate import write_best_asm
+    from .evaluate.judge.compile_gate import write_best_asm
     gate = next((g for g in result.gates if g.name == "compile"), None)
     if gate is None or not gate.passed:
         print(f"note: no assembly written to {directory}: the kernel did not reach or pass the compile gate.",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kernelfoundry.evaluate.hack import hack_gate
+from kernelfoundry.evaluate.judge.anticheat import hack_gate
 from kernelfoundry.task import load_task
 
 REPO = Path(__file__).resolve().parents[1]

@@ -182,8 +182,8 @@ def capture_task_signatures(source: str | Path, task: Any, configs: list[dict[st
     the module in this process under Triton's interpreter: trusted kernels only.
     """
     from ..candidate import config_key
-    from ..evaluate.inputs import empty_inputs
-    from ..evaluate.loader import import_candidate
+    from ..harness.inputs import empty_inputs
+    from ..harness.loader import import_candidate
     text = source.read_text() if isinstance(source, Path) else str(source)
     os.environ["TRITON_INTERPRET"] = "1"
     with tempfile.TemporaryDirectory(prefix="kf-capture-", dir=directory) as tmp:

@@ -38,7 +38,7 @@ from triton._C.libtriton import ir, llvm  # noqa: E402
 from triton.backends.compiler import GPUTarget, Language  # noqa: E402
 from triton.compiler.compiler import ASTSource, make_backend  # noqa: E402
 
-from ..evaluate.child_job import job_main, report_progress  # noqa: E402
+from ..harness.job_main import job_main, report_progress  # noqa: E402
 from ..safe_io import write_json_atomic  # noqa: E402
 
 #: Triton metadata fields passed back (JSON scalars only).
@@ -161,7 +161,7 @@ def run_job(payload: dict[str, Any], out_path: Path) -> dict[str, Any]:
     """Compile every request of *payload*, rewriting *out_path* after each; return the result."""
     if triton.knobs.runtime.interpret:
         raise RuntimeError("Triton's interpreter is on in the compile job (TRITON_INTERPRET must be 0)")
-    from ..evaluate.loader import describe_exception, import_candidate
+    from ..harness.loader import describe_exception, import_candidate
     result: dict[str, Any] = {"load_error": None, "results": {}, "done": False}
     budget = int(payload.get("max_asm_bytes", DEFAULT_MAX_ASM_BYTES))
     with tempfile.TemporaryDirectory(prefix="kf_compile_") as tmp:

@@ -14,10 +14,10 @@ from typing import Any
 from ..candidate import HINT_PARAMS, ParamSpaceError, parse_param_space
 from ..task import Task
 from ..sandbox.channel import DATA_FILE, BlobReader
-from .correctness import Judge, plan_runs
-from .job import DEFAULT_TRACE_PROGRAMS, child_task
-from .records import ConfigTrace, GateResult
-from .trace_counts import build_config_trace
+from .judge.correctness import Judge, plan_runs
+from ..harness.payload import DEFAULT_TRACE_PROGRAMS, child_task
+from ..records import ConfigTrace, GateResult
+from .trace.counts import build_config_trace
 
 
 def _payload(source: str, task: Task, configs: list[dict[str, Any]] | None, hints: dict[str, Any] | None,
@@ -33,7 +33,7 @@ def _payload(source: str, task: Task, configs: list[dict[str, Any]] | None, hint
 
 
 def _run(payload: dict[str, Any]) -> tuple[dict[str, Any], BlobReader]:
-    from .child import ensure_interpreter, run_job
+    from .child.entry import ensure_interpreter, run_job
     ensure_interpreter()
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / DATA_FILE

@@ -10,7 +10,7 @@ checks fail) runs sampled programs at the target shapes and reports raw events, 
 the confirm gate's check job runs the configs the model picked at their span shapes.  Everything that decides the verdict runs
 here, in a process that never imports candidate code: the plan (inputs, shapes,
 program orders), the comparison with the reference (:mod:`correctness`), the
-weighting and counting of trace events (:mod:`trace_counts`), the coverage and
+weighting and counting of trace events (:mod:`counts`), the coverage and
 plausibility checks (:mod:`plausibility`), the model and the descriptors.  The
 child's reports are untrusted data: malformed ones fail the ``sandbox`` gate.
 See ``docs/verifier.md`` for the threat model.
@@ -27,15 +27,15 @@ from typing import Any
 from ..candidate import HINT_PARAMS, ParamSpaceError, config_key, kernel_configs, parse_param_space
 from ..task import Task
 from ..sandbox.channel import DATA_FILE, BlobReader
-from .correctness import Judge, MalformedReport, plan_runs
-from .hack import hack_gate
-from .job import child_task
-from .records import INCONCLUSIVE, ConfigTrace, GateResult, VerifyResult
+from .judge.correctness import Judge, MalformedReport, plan_runs
+from .judge.anticheat import hack_gate
+from ..harness.payload import child_task
+from ..records import INCONCLUSIVE, ConfigTrace, GateResult, VerifyResult
 from ..sandbox import GiB, SandboxIsolationError, SandboxLimits, SandboxOutcome, run_sandboxed
-from .trace_cache import code_context
-from .trace_counts import MalformedTrace, build_config_trace
+from .trace.cache import code_context
+from .trace.counts import MalformedTrace, build_config_trace
 
-CHILD_MODULE = "kernelfoundry.evaluate.child"
+CHILD_MODULE = "kernelfoundry.evaluate.child.entry"
 CHILD_GATES = ("load", "correctness", "trace")
 TRACE_TIMEOUT = "tracing did not finish within"          # the trace child's time-limit message
 DEFAULT_TIMEOUT_S = 120.0
@@ -299,7 +299,7 @@ def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, l
             gates.append(GateResult(name="model", passed=False, seconds=time.perf_counter() - start, reason=reason))
         return done(passed=False, gate=gate, reason=reason)
 
-    from .plausibility import implausible_scores, implausible_traces
+    from .judge.plausibility import implausible_scores, implausible_traces
     why = implausible_traces(task, traces)
     if why:
         return fail(why)
@@ -319,7 +319,7 @@ def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, l
     model = GateResult(name="model", passed=True, seconds=time.perf_counter() - start)
     gates.append(model)
     if compile_with is not None:
-        from .compile_gate import compile_gate
+        from .judge.compile_gate import compile_gate
         gate, score, _ = compile_gate(compile_with["source"], task, traces, space, hardware, score, seed=seed,
                                       top_k=compile_with["top_k"], cache=compile_with["cache"])
         gates.append(gate)
@@ -327,7 +327,7 @@ def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, l
             return fail(gate.reason, gate="compile")
     model.reason, model.details = str(score.feedback), {"best_configs": list(score.best_configs)}
     if confirm_with is not None:
-        from .confirm import confirm_gate
+        from .judge.confirm import confirm_gate
         gate = confirm_gate(score=score, seed=seed, **confirm_with)
         gates.append(gate)
         if not gate.passed:
@@ -344,7 +344,7 @@ def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, l
 
 def describe(traces: list[ConfigTrace], best) -> dict[str, float] | None:
     """Descriptors of the first hardware's best config at the first target shape."""
-    from .descriptors import compute_descriptors
+    from .judge.descriptors import compute_descriptors
     first_shape = [t for t in traces if t.shape_index == 0] or traces
     if not first_shape:
         return None

@@ -20,7 +20,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .job import REFERENCE_STUB
+from ..harness.payload import REFERENCE_STUB
 
 WARM_UP_SOURCE = '''\
 """Trusted warm-up kernel: rows of softmax(relu(a @ b))."""
@@ -71,8 +71,8 @@ WARM_UP_TASK = {
 def warm_up() -> str | None:
     """Run the warm-up kernel's check and trace jobs in this process; None, or what went wrong."""
     from ..task import task_from_dict
-    from .child import run_job
-    from .correctness import plan_runs
+    from .child.entry import run_job
+    from .judge.correctness import plan_runs
 
     try:
         task = task_from_dict(WARM_UP_TASK, check_files=False)

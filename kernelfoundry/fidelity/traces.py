@@ -20,9 +20,9 @@ from ..records import ConfigTrace
 from .dataset import FidelityError
 
 #: Sources whose changes can change a trace.
-TRACER_SOURCES = ("evaluate/child_trace.py", "evaluate/trace_hooks.py", "evaluate/trace_counts.py",
-                  "evaluate/trace_loops.py", "evaluate/records.py", "evaluate/child.py", "evaluate/inputs.py",
-                  "evaluate/tiled.py")
+TRACER_SOURCES = ("evaluate/child/record_trace.py", "evaluate/child/trace_hooks.py", "evaluate/trace/counts.py",
+                  "evaluate/child/loop_hooks.py", "evaluate/trace/loop_plan.py", "records.py", "evaluate/child/entry.py", "harness/inputs.py",
+                  "harness/tiled.py")
 
 
 def trace_key(task_path: Path, kernel_path: Path) -> str:

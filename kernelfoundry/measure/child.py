@@ -2,7 +2,7 @@
 
 ``python -m kernelfoundry.measure.child IN.json OUT.json`` (through ``run_sandboxed``).  Like the
 verifier's child it judges nothing and never sees the reference: it draws the inputs the judge
-will draw (:class:`~kernelfoundry.evaluate.inputs.InputFactory`, same seed and call number),
+will draw (:class:`~kernelfoundry.harness.inputs.InputFactory`, same seed and call number),
 moves them to the device, runs ``launch`` under the dispatch guard, and reports each output (whole,
 or a seeded sample plus sums over every element at a target shape); then it times each config
 it was given with the payload's timer.
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..sandbox.channel import DATA_FILE
-from ..evaluate.child_job import job_main, loaded_candidate, report_progress
+from ..harness.job_main import job_main, loaded_candidate, report_progress
 
 
 def sample_indices(numel: int, n: int, seed: int):
@@ -58,8 +58,8 @@ def _launch(loaded, inputs, params: dict[str, Any], device: str, timeout: float)
     import contextlib
 
     import torch
-    from ..evaluate.guard import DispatchGuard
-    from ..evaluate.loader import time_limit
+    from ..harness.guard import DispatchGuard
+    from ..harness.loader import time_limit
     guard = contextlib.nullcontext() if device == "cpu" else DispatchGuard(poison_empty=True)
     with time_limit(timeout, "launch"), guard:
         result = loaded.launch(*inputs, **params)
@@ -74,8 +74,8 @@ def _launch(loaded, inputs, params: dict[str, Any], device: str, timeout: float)
 
 
 def run_job(payload: dict[str, Any], data_path: Path | str) -> dict[str, Any]:
-    from ..evaluate.inputs import InputFactory
-    from ..evaluate.loader import describe_exception
+    from ..harness.inputs import InputFactory
+    from ..harness.loader import describe_exception
     from .timer import Hint, timer_from_spec
 
     device, seed = str(payload["device"]), int(payload["seed"])

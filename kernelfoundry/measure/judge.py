@@ -1,6 +1,6 @@
 """Judge the device job's outputs against the reference run on the same device (the verifier's tolerance).
 
-Whole outputs (check shapes) go through :func:`kernelfoundry.evaluate.correctness.compare`.  A
+Whole outputs (check shapes) go through :func:`kernelfoundry.evaluate.judge.correctness.compare`.  A
 sampled output (a target shape) must match the reference at every sampled element under the
 same rule, have non-finite values exactly where the reference has as many, and its sum and
 absolute sum over all elements must lie within the sum of the per-element tolerances.
@@ -14,7 +14,7 @@ from typing import Any, Callable
 import torch
 
 from ..sandbox.channel import BlobReader, ChannelError
-from ..evaluate.correctness import MalformedReport, compare, output_scale, output_tensor
+from ..evaluate.judge.correctness import MalformedReport, compare, output_scale, output_tensor
 from ..task import Task
 from .child import sample_indices
 

@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 from ..candidate import HINT_PARAMS
-from ..evaluate.job import child_task
+from ..harness.payload import child_task
 from ..records import VerifyResult
 from ..task import Task, task_from_dict
 from .timer import Hint, timer_from_spec
@@ -56,8 +56,8 @@ class DeviceMeasurer:
     def measure(self, task: Task | dict, source: str, verdict: VerifyResult, hardware: str, seed: int) -> dict:
         """The ``measured`` record (``passed`` False with a ``reason`` when the device refutes the kernel)."""
         from ..sandbox.channel import DATA_FILE, BlobReader
-        from ..evaluate.correctness import MalformedReport, load_reference
-        from ..evaluate.inputs import InputFactory
+        from ..evaluate.judge.correctness import MalformedReport, load_reference
+        from ..harness.inputs import InputFactory
         from ..sandbox import SandboxLimits, run_sandboxed
         from .judge import judge_outputs
         task = task_from_dict(task, check_files=False) if isinstance(task, dict) else task
@@ -131,8 +131,8 @@ class DeviceMeasurer:
         from ..perfmodel.baseline import eager_estimate, profile_reference
         from ..perfmodel.eager import DO_BENCH
         from ..perfmodel.hardware import load_hardware
-        from ..evaluate.inputs import InputFactory
-        from ..evaluate.correctness import load_reference
+        from ..harness.inputs import InputFactory
+        from ..evaluate.judge.correctness import load_reference
         timer = timer_from_spec(self.spec["timer"])
         spec = load_hardware(hardware)
         rows = measured if isinstance(measured, list) and len(measured) == len(shapes) else [[]] * len(shapes)

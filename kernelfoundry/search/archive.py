@@ -1,7 +1,7 @@
 """The MAP-Elites archive: a pyribs ``GridArchive`` holding kernel source per behaviour cell.
 
 Cells are (tiling, memory pattern) with the fixed ranges and bins of
-``kernelfoundry.evaluate.descriptors`` — bins never move during or across runs.
+``kernelfoundry.evaluate.judge.descriptors`` — bins never move during or across runs.
 The solution stored per cell is the kernel source text; the candidate id rides
 along as an extra field so every elite links back to its row in the run store.
 """
@@ -28,7 +28,7 @@ class ArchiveSpec:
 
     @classmethod
     def default(cls) -> "ArchiveSpec":
-        from ..evaluate import descriptors as d
+        from ..evaluate.judge import descriptors as d
         return cls(names=tuple(d.DESCRIPTOR_NAMES), ranges=tuple(tuple(r) for r in d.DESCRIPTOR_RANGES),
                    bins=tuple(d.DESCRIPTOR_BINS), labels={k: list(v) for k, v in d.BIN_LABELS.items()})
 

@@ -72,7 +72,7 @@ class KernelWorker:
             self.cache = VerdictCache(verdict_cache, context_key(task, self.hardware, self.verify_options))
         self.traces = None
         if trace_cache:                   # the run's file, or this worker's memory on a node without it
-            from ..evaluate.trace_cache import TraceCache
+            from ..evaluate.trace.cache import TraceCache
             self.traces = TraceCache(trace_cache if Path(trace_cache).parent.is_dir() else None)
         self.mutator = build_mutator(mutator, seed=worker_index)
         self.name = f"w{worker_index}@{os.uname().nodename}:{os.getpid()}"

@@ -22,7 +22,7 @@ def capture_module(path: Path, inputs: list, params: dict | None = None) -> dict
     unless *params* is given), captured by a dry run under the interpreter."""
     from kernelfoundry.candidate import default_config, parse_param_space
     from kernelfoundry.compiler.capture import capture_signatures
-    from kernelfoundry.evaluate.loader import import_candidate
+    from kernelfoundry.harness.loader import import_candidate
     import sys
     import tempfile
     source = path.read_text()

@@ -2,8 +2,8 @@
 
 import ast
 
-from kernelfoundry.evaluate.arms import RECORDER, ArmTransformer, _kf_arm, compile_host
-from kernelfoundry.evaluate.correctness import unchecked_paths
+from kernelfoundry.harness.arms import RECORDER, ArmTransformer, _kf_arm, compile_host
+from kernelfoundry.evaluate.judge.correctness import unchecked_paths
 from kernelfoundry.records import ConfigTrace
 
 HOST = '''\

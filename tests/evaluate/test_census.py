@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelfoundry.evaluate.census import (CENSUS_PROGRAMS, CensusError, census_pids, judge_census,
+from kernelfoundry.evaluate.trace.census import (CENSUS_PROGRAMS, CensusError, census_pids, judge_census,
                                           kernels_have_loops, planned_work)
 from kernelfoundry.evaluate.inprocess import trace_trusted
 from kernelfoundry.task import task_from_dict

@@ -6,10 +6,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from kernelfoundry.evaluate.correctness import SCALE_SLACK, base_rms, compare, output_scale, plan_span_runs
-from kernelfoundry.evaluate.inputs import LONG_PROFILE, InputFactory, trace_inputs
-from kernelfoundry.evaluate.span_shape import LONG_TRIP_BUDGET, long_shape
-from kernelfoundry.evaluate.tiled import INPUT_ALIGN, filled_input, placed, release_all
+from kernelfoundry.evaluate.judge.correctness import SCALE_SLACK, base_rms, compare, output_scale, plan_span_runs
+from kernelfoundry.harness.inputs import LONG_PROFILE, InputFactory, trace_inputs
+from kernelfoundry.evaluate.contract.span_shape import LONG_TRIP_BUDGET, long_shape
+from kernelfoundry.harness.tiled import INPUT_ALIGN, filled_input, placed, release_all
 from kernelfoundry.task import load_task, task_from_dict
 
 TASKS = Path(__file__).resolve().parents[2] / "experiments" / "tasks"
@@ -114,7 +114,7 @@ def test_trace_inputs_are_aligned_like_check_inputs_small_or_tiled():
 
 
 def test_the_candidates_own_allocations_are_aligned_with_their_strides_and_poison():
-    from kernelfoundry.evaluate.guard import DispatchGuard
+    from kernelfoundry.harness.guard import DispatchGuard
     with DispatchGuard(poison_empty=True, poison_max_bytes=1 << 20):
         out = torch.empty(7, 129)
         strided = torch.empty_strided((4, 3), (1, 4))

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from kernelfoundry.candidate import kernel_configs, parse_param_space
-from kernelfoundry.evaluate.correctness import compare, describe_mismatch, plan_runs
-from kernelfoundry.evaluate.guard import DispatchGuard, TorchComputeRefused
+from kernelfoundry.evaluate.judge.correctness import compare, describe_mismatch, plan_runs
+from kernelfoundry.harness.guard import DispatchGuard, TorchComputeRefused
 from kernelfoundry.evaluate.inprocess import check_trusted
 from kernelfoundry.task import load_task, task_from_dict
 

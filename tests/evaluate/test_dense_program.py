@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kernelfoundry.evaluate.inprocess import trace_trusted
-from kernelfoundry.evaluate.trace_counts import DenseLift, ProgramCounts
+from kernelfoundry.evaluate.trace.counts import DenseLift, ProgramCounts
 from kernelfoundry.task import task_from_dict
 
 KERNELS = Path(__file__).resolve().parent / "kernels"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernelfoundry.candidate import HINT_PARAMS, parse_param_space
-from kernelfoundry.evaluate.descriptors import (BIN_LABELS, DESCRIPTOR_BINS, DESCRIPTOR_NAMES, DESCRIPTOR_RANGES,
+from kernelfoundry.evaluate.judge.descriptors import (BIN_LABELS, DESCRIPTOR_BINS, DESCRIPTOR_NAMES, DESCRIPTOR_RANGES,
                                                 compute_descriptors, main_launch)
 from kernelfoundry.records import ConfigTrace, LaunchTrace, TensorTraffic
 from kernelfoundry.evaluate.inprocess import trace_trusted

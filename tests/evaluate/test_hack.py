@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelfoundry.evaluate.hack import find_violations, hack_gate
+from kernelfoundry.evaluate.judge.anticheat import find_violations, hack_gate
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -160,7 +160,7 @@ HOSTILE = [
                                         "        return torch.empty_like(x)"), "try", "try/except"),
     ("while True", GOOD_LAUNCH.replace("    return y", "    while True:\n        pass\n    return y"), "loop", "while True"),
     ("reference name", GOOD_LAUNCH.replace("return y", "return reference(x)"), "reference", "reference"),
-    ("verifier string", GOOD_LAUNCH + "\nNAME = 'kernelfoundry.evaluate.child'\n", "reference", "verifier"),
+    ("verifier string", GOOD_LAUNCH + "\nNAME = 'kernelfoundry.evaluate.child.entry'\n", "reference", "verifier"),
     ("module alias", "T = torch\n" + GOOD_LAUNCH, "module-alias", "may only be used"),
     ("class definition", "class Cache:\n    pass\n" + GOOD_LAUNCH, "statement", "class"),
     ("module-level call", GOOD_LAUNCH + "\nprint('hello')\n", "statement", "module-level"),

@@ -1,8 +1,8 @@
-"""Value profiles, reproducibility and trace buffers (kernelfoundry.evaluate.inputs)."""
+"""Value profiles, reproducibility and trace buffers (kernelfoundry.harness.inputs)."""
 
 import torch
 
-from kernelfoundry.evaluate.inputs import FILL_LIMIT_BYTES, PROFILES, InputFactory, empty_inputs
+from kernelfoundry.harness.inputs import FILL_LIMIT_BYTES, PROFILES, InputFactory, empty_inputs
 from kernelfoundry.task import task_from_dict
 
 REFERENCE = "import torch\ndef reference(x, idx, flags):\n    return x\n"

@@ -11,7 +11,7 @@ import pytest
 from kernelfoundry.errors import HardwareError
 from kernelfoundry.evaluate import pipeline
 from kernelfoundry.sandbox.channel import BlobReader
-from kernelfoundry.evaluate.correctness import Judge, plan_runs
+from kernelfoundry.evaluate.judge.correctness import Judge, plan_runs
 from kernelfoundry.evaluate.pipeline import (default_limits, judge_checks, judge_trace, read_job, sandbox_failure,
                                              verify)
 from kernelfoundry.sandbox.process import GiB, SandboxOutcome
@@ -62,7 +62,7 @@ def test_payload_configs_and_tune_off(monkeypatch):
     verify(SOFTMAX, source, ["h100"], max_kernel_configs=2)
     verify(SOFTMAX, source, ["h100"], tune=False)
     (module, first, limits), (_, second, _) = seen
-    assert module == "kernelfoundry.evaluate.child"
+    assert module == "kernelfoundry.evaluate.child.entry"
     assert len(first["kernel_configs"]) == 2 and first["kernel_configs"][0] == {"BLOCK_N": 256}
     assert second["kernel_configs"] == [{"BLOCK_N": 256}]
     assert first["hints"] == {"num_warps": 4, "num_stages": 1}

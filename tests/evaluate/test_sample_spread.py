@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from kernelfoundry.evaluate.sample_spread import GROUPS, sample_groups, upper_margin
-from kernelfoundry.evaluate.trip_witness import parse_loops
+from kernelfoundry.evaluate.trace.sample_spread import GROUPS, sample_groups, upper_margin
+from kernelfoundry.evaluate.trace.trip_witness import parse_loops
 
 
 def long_loop(n: int, plan: list[int], inner: int = 0):

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from kernelfoundry.evaluate.child_trace import OFF_PLAN_RUNS, coarse_shift
-from kernelfoundry.evaluate.sector_runs import coarse_runs, expand, new_per_row, to_runs, valid_rows
+from kernelfoundry.evaluate.child.record_trace import OFF_PLAN_RUNS, coarse_shift
+from kernelfoundry.evaluate.trace.sector_runs import coarse_runs, expand, new_per_row, to_runs, valid_rows
 
 
 def _distinct_by_sets(rows):

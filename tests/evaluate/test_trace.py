@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from kernelfoundry.evaluate.child import main
+from kernelfoundry.evaluate.child.entry import main
 from kernelfoundry.evaluate.inprocess import check_trusted, trace_trusted
-from kernelfoundry.evaluate.job import child_task
-from kernelfoundry.evaluate.trace_loops import trip_plan, trip_weight
+from kernelfoundry.harness.payload import child_task
+from kernelfoundry.evaluate.trace.loop_plan import trip_plan, trip_weight
 from kernelfoundry.task import load_task, task_from_dict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -190,7 +190,7 @@ def test_child_main_reports_a_bad_payload(tmp_path):
 def test_child_runs_as_a_module(tmp_path):
     (tmp_path / "in.json").write_text(json.dumps(_payload(kernel_configs=[{"BLOCK": 1024}])))
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-m", "kernelfoundry.evaluate.child", str(tmp_path / "in.json"),
+    done = subprocess.run([sys.executable, "-m", "kernelfoundry.evaluate.child.entry", str(tmp_path / "in.json"),
                            str(tmp_path / "out.json")], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
@@ -273,7 +273,7 @@ def test_the_kernel_globals_are_private():
     the first launch, where host code could reach them by bare name."""
     import importlib.util
     import tempfile
-    from kernelfoundry.evaluate.trace_hooks import Session, active
+    from kernelfoundry.evaluate.child.trace_hooks import Session, active
     import torch
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "kf_priv_test.py"
@@ -299,7 +299,7 @@ def test_interpreter_objects_in_a_module_are_not_a_clash():
     """Only a module binding the interpreter's names to other objects is refused: Triton's own rewrite
     copies the genuine ones into every module whose function it rewrote."""
     from triton.runtime import interpreter as interp
-    from kernelfoundry.evaluate.trace_loops import ReservedName, kernel_globals
+    from kernelfoundry.evaluate.child.loop_hooks import ReservedName, kernel_globals
     genuine = {"interpreter_semantic": interp.interpreter_semantic,
                "_InterpreterComparison": interp._InterpreterComparison, "x": 1}
     namespace = kernel_globals(genuine, interp)

@@ -1,6 +1,6 @@
 """The wave anchors are trusted only where the sampled programs bear them out."""
 
-from kernelfoundry.evaluate.trace_counts import ProgramCounts, unanchored
+from kernelfoundry.evaluate.trace.counts import ProgramCounts, unanchored
 
 
 def program(firsts: dict[int, list[tuple[int, int]]], loaded: dict[int, list[int]]) -> ProgramCounts:

@@ -8,7 +8,7 @@ import pytest
 from kernelfoundry import REPO_DIR
 from kernelfoundry.candidate import code_text, verify_seed
 from kernelfoundry.evaluate.pipeline import verify
-from kernelfoundry.evaluate.trace_cache import TraceCache
+from kernelfoundry.evaluate.trace.cache import TraceCache
 from kernelfoundry.task import load_task
 
 RELU = REPO_DIR / "experiments/tasks/relu.yaml"
@@ -91,8 +91,8 @@ def test_a_failed_trace_is_not_cached(relu, tmp_path):
 def test_the_trace_poisons_small_scratch_so_a_config_cannot_see_the_one_before():
     """A 12 KB scratch freed by one config came back to the next with a marker intact."""
     import torch
-    from kernelfoundry.evaluate.child_trace import POISON_MAX_BYTES
-    from kernelfoundry.evaluate.guard import DispatchGuard
+    from kernelfoundry.evaluate.child.record_trace import POISON_MAX_BYTES
+    from kernelfoundry.harness.guard import DispatchGuard
     with DispatchGuard(poison_empty=True, poison_max_bytes=POISON_MAX_BYTES):
         small, big = torch.empty(3000, dtype=torch.int32), torch.empty(POISON_MAX_BYTES // 4 + 1)
     assert (small == torch.iinfo(torch.int32).max).all()

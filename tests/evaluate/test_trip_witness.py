@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from kernelfoundry.evaluate.trip_witness import LIGHTER, WORK_KINDS, WitnessError, trip_weights
+from kernelfoundry.evaluate.trace.trip_witness import LIGHTER, WORK_KINDS, WitnessError, trip_weights
 
 LOAD = WORK_KINDS.index("load")
 DOT = WORK_KINDS.index("dot")

@@ -99,7 +99,7 @@ def _passes(imported, task):
 
 
 def test_masks_and_labels_follow_the_size_globals(cache, tmp_path):
-    from kernelfoundry.evaluate.inputs import InputFactory
+    from kernelfoundry.harness.inputs import InputFactory
     imported, task = _import(tmp_path, "masked", MASKS)
     spec = imported.task["inputs"]
     assert spec["mask"] == {"shape": ["x_0", "x_1"], "dtype": "bool"}

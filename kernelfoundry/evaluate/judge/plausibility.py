@@ -27,9 +27,9 @@ from typing import Any
 
 import torch
 
-from ..task import Task
-from .records import ConfigTrace
-from .trace_counts import loaded_input_bytes, stored_output_bytes
+from ...task import Task
+from ...records import ConfigTrace
+from ..trace.counts import loaded_input_bytes, stored_output_bytes
 
 MIN_OUTPUT_COVERAGE = 0.9
 MIN_INPUT_COVERAGE = 0.9
@@ -65,7 +65,7 @@ def output_sizes(task: Task, env: dict[str, int]) -> tuple[int, ...]:
 
 def _output_sizes(task: Task, env: dict[str, int]) -> tuple[int, ...]:
     from .correctness import load_reference
-    from .inputs import TORCH_DTYPES
+    from ...harness.inputs import TORCH_DTYPES
     args = [torch.empty(s.concrete_shape(env), dtype=TORCH_DTYPES[s.dtype], device="meta") for s in task.inputs]
     try:
         out = load_reference(task)(*args)
@@ -86,7 +86,7 @@ def dense_inputs(task: Task) -> frozenset[int]:
 
 def _dense_inputs(task: Task) -> frozenset[int]:
     from .correctness import load_reference
-    from .inputs import InputFactory
+    from ...harness.inputs import InputFactory
     if not task.check_shapes:
         return frozenset()
     env = min(task.check_shapes, key=lambda e: task.input_bytes(e))
@@ -154,7 +154,7 @@ def implausible_traces(task: Task, traces: list[ConfigTrace]) -> str | None:
 
 
 def _dtype(name: str) -> torch.dtype:
-    from .inputs import TORCH_DTYPES
+    from ...harness.inputs import TORCH_DTYPES
     return TORCH_DTYPES[name]
 
 

@@ -1,6 +1,6 @@
 """How far a dense program's count of a long loop can be off: an upper bound for the lift.
 
-A dense program runs every trip of a loop of up to ``trace_loops.DENSE_TRIPS`` trips; beyond,
+A dense program runs every trip of a loop of up to ``loop_hooks.DENSE_TRIPS`` trips; beyond,
 it runs a random sample of that many and weights the middle samples to stand for all middle
 trips.  Work that sits on rare trips is then an *estimate*, and a search that tries many
 configs finds the ones whose estimate came out low.  So the count a lift uses is an upper

@@ -30,7 +30,7 @@ for the others, a random sample of that many beyond; at most :data:`BUDGET_LOOPS
 that per loop site and program, so nested loops cannot use up the budget of the loops
 after them).  Every trip records its counts and sectors; the sparse plan's trips alone
 anchor footprints (the other programs ran only those), so the judge sees what the sparse samples missed (work that sits on rare
-trips) and corrects the program's estimate (``trace_counts``): by the lead's count where
+trips) and corrects the program's estimate (``counts``): by the lead's count where
 the program's sparse view is the lead's, by its own otherwise, so work put only in some
 programs (odd rows, say) cannot hide behind a lighter one.
 """
@@ -43,18 +43,10 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from .arms import ARM_HELPER, _kf_arm, instrument_kernel
-from .hack_policy import KERNEL_BUILTINS
+from ...harness.arms import ARM_HELPER, _kf_arm, instrument_kernel
+from ..contract.language import KERNEL_BUILTINS
+from ..trace.loop_plan import BUDGET_LOOPS, DENSE_TRIPS, DENSE_TRIPS_OTHERS, dense_plan, trip_plan
 
-HEAD, MIDDLE, TAIL = 2, 3, 1
-#: A launch's lead program runs up to this many trips of one loop densely (a random sample of
-#: them beyond); the other sampled programs up to :data:`DENSE_TRIPS_OTHERS` (their counts stand
-#: in only where they differ from the lead's: see ``trace_counts``) ...
-DENSE_TRIPS = 1024
-DENSE_TRIPS_OTHERS = 256
-#: ... and at most this many times that per loop site in one program (later executions of that
-#: loop, e.g. an inner loop inside a long outer loop, sample as a sparse program does).
-BUDGET_LOOPS = 4
 #: A single ``while`` loop execution may run at most this many trips.
 WHILE_TRIP_LIMIT = 100_000
 FOR_HELPER, WHILE_BEGIN, WHILE_TEST, WHILE_END = "_kf_for", "_kf_while_begin", "_kf_while_test", "_kf_while_end"
@@ -62,32 +54,6 @@ FOR_HELPER, WHILE_BEGIN, WHILE_TEST, WHILE_END = "_kf_for", "_kf_while_begin", "
 
 class LoopLimit(BaseException):
     """A ``while`` loop ran past :data:`WHILE_TRIP_LIMIT` trips (BaseException: passes the interpreter)."""
-
-
-def trip_plan(n: int, rng: random.Random) -> list[int]:
-    """The trip indices a sampled loop of *n* trips runs, ascending."""
-    if n <= HEAD + MIDDLE + TAIL:
-        return list(range(n))
-    middle = sorted(rng.sample(range(HEAD, n - TAIL), MIDDLE))
-    return list(range(HEAD)) + middle + list(range(n - TAIL, n))
-
-
-def dense_plan(n: int, sparse: list[int], rng: random.Random, limit: int = DENSE_TRIPS) -> list[int]:
-    """The trips a dense program runs: all of them, or the sparse plan plus random middle trips,
-    *limit* in all."""
-    if n <= limit:
-        return list(range(n))
-    middle = set(sparse[HEAD:len(sparse) - TAIL])
-    rest = [i for i in range(HEAD, n - TAIL) if i not in middle]
-    middle.update(rng.sample(rest, limit - HEAD - TAIL - len(middle)))
-    return list(range(HEAD)) + sorted(middle) + list(range(n - TAIL, n))
-
-
-def trip_weight(n: int, plan: list[int], index: int) -> float:
-    """How many real trips the sampled trip *index* stands for (weights over *plan* sum to *n*)."""
-    if len(plan) >= n or index < HEAD or index >= n - TAIL:
-        return 1.0
-    return (n - HEAD - TAIL) / (len(plan) - HEAD - TAIL)
 
 
 @dataclass

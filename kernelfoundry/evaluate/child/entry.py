@@ -1,10 +1,10 @@
 """The verifier's in-sandbox entry point: import the candidate, run it as planned, report raw data.
 
-``python -m kernelfoundry.evaluate.child IN.json OUT.json`` reads a payload, runs
+``python -m kernelfoundry.evaluate.child.entry IN.json OUT.json`` reads a payload, runs
 :func:`run_job` and writes the result (to a temp name, then renamed) plus raw arrays
 to ``DATA.bin`` (:mod:`channel`).  The child judges nothing: it never sees the
 task's reference (the payload's task carries a stub), and comparison, counting,
-coverage and scoring happen in the driver (:mod:`correctness`, :mod:`trace_counts`,
+coverage and scoring happen in the driver (:mod:`correctness`, :mod:`counts`,
 :mod:`plausibility`), which never imports candidate code.
 
 payload = {"kind": "check" | "trace", "source": str, "task": task dict (reference stubbed),
@@ -30,9 +30,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..candidate import HINT_PARAMS, default_config
-from .child_job import job_main, loaded_candidate, report_progress  # noqa: F401 - report_progress: re-exported
-from .job import DEFAULT_TRACE_PROGRAMS
+from ...candidate import HINT_PARAMS, default_config
+from ...harness.job_main import job_main, loaded_candidate, report_progress  # noqa: F401 - report_progress: re-exported
+from ...harness.payload import DEFAULT_TRACE_PROGRAMS
 
 
 def ensure_interpreter() -> None:
@@ -78,12 +78,12 @@ def run_job(payload: dict[str, Any], data_path: Path | str) -> dict[str, Any]:
         hints = _hints(payload, loaded.param_space)
         timeout = payload.get("launch_timeout_s", 30.0)
         if payload.get("runs"):
-            from .child_check import run_checks
+            from .run_checks import run_checks
             report_progress("correctness")
             result["check"] = run_checks(loaded, task, payload["runs"], seed=seed, hints=hints, blob=blob,
                                          timeout=timeout)
         if kind == "check" and payload.get("probe_configs") and (result.get("check") or {}).get("error") is None:
-            from .child_check import probe_grids
+            from .run_checks import probe_grids
             result["check"]["probes"] = probe_grids(loaded, task, _configs({"kernel_configs": payload[
                 "probe_configs"]}, loaded.param_space), hints=hints, timeout=timeout)
         if kind == "trace" and (result.get("check") or {}).get("error") is None:
@@ -93,8 +93,8 @@ def run_job(payload: dict[str, Any], data_path: Path | str) -> dict[str, Any]:
 
 
 def _trace(loaded, task, configs, hints, seed, payload, blob) -> dict[str, Any]:
-    from ..candidate import config_key
-    from .child_trace import TraceFailure, trace_config
+    from ...candidate import config_key
+    from .record_trace import TraceFailure, trace_config
     traces = []
     for shape_index, env in enumerate(task.target_shapes):
         for config in configs:
@@ -110,23 +110,24 @@ def _trace(loaded, task, configs, hints, seed, payload, blob) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m kernelfoundry.evaluate.child IN.json OUT.json``; 0 on success, 1 on a verifier error."""
-    from ..sandbox.channel import DATA_FILE
-    return job_main(argv, "kernelfoundry.evaluate.child", lambda p, out: run_job(p, out.with_name(DATA_FILE)),
+    """``python -m kernelfoundry.evaluate.child.entry IN.json OUT.json``; 0 on success, 1 on a verifier error."""
+    from ...sandbox.channel import DATA_FILE
+    return job_main(argv, "kernelfoundry.evaluate.child.entry", lambda p, out: run_job(p, out.with_name(DATA_FILE)),
                     {"gates": [], "param_space": None}, "verifier error")
 
 
 def preload() -> None:
     """Import what every job needs, once, in the fork server (trusted code only; no candidate runs)."""
     if os.environ.get("TRITON_INTERPRET") == "1":
-        from . import child_check, child_trace  # noqa: F401
+        from . import run_checks  # noqa: F401
+        from . import record_trace  # noqa: F401
 
 
 def warm_up() -> str | None:
     """Called once by the fork server after :func:`preload`: see :mod:`warmup`."""
     if os.environ.get("TRITON_INTERPRET") != "1":
         return None
-    from .warmup import warm_up as run_warm_up
+    from ..warmup import warm_up as run_warm_up
     return run_warm_up()
 
 

@@ -58,7 +58,7 @@ TRANSCENDENTAL_OPS = ("create_exp", "create_exp2", "create_log", "create_log2", 
                       "create_precise_sqrt", "create_rsqrt", "create_sin", "create_cos", "create_erf")
 _MEMORY_OPS = ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas",
                "create_dot", "create_dot_scaled", "create_descriptor_gather")
-#: Launch options a candidate may pass (see hack_policy.LAUNCH_OPTIONS); recorded for the compiler.
+#: Launch options a candidate may pass (see language.LAUNCH_OPTIONS); recorded for the compiler.
 LAUNCH_OPTION_NAMES = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
 
@@ -563,7 +563,7 @@ def active(session: Session) -> Iterator[Session]:
     global _current
     if _current is not None:
         raise RuntimeError("an instrumentation session is already active")
-    from .trace_loops import install
+    from .loop_hooks import install
     install()
     builder = interp.interpreter_builder
     hooks = _builder_hooks(builder, session)

@@ -1,12 +1,12 @@
 """The hack gate: the candidate language as an allowlist, checked over the source before anything runs.
 
-Generated code is hostile.  A candidate may use only what :mod:`hack_policy`
+Generated code is hostile.  A candidate may use only what :mod:`language`
 lists: statements and expressions per context (module level, host code,
 ``@triton.jit`` kernels, heuristics callbacks), names that are bound in the
 module or allowed builtins (a name the module never binds could reach whatever
 the runtime puts into its globals), module members and value attributes from
 explicit lists, decorators and launch options from lists.  Everything else is
-refused with the line and a reason written for the LLM.  :mod:`hack_host` adds
+refused with the line and a reason written for the LLM.  :mod:`anticheat_host` adds
 the host rule that ``launch`` and its helpers never compute with tensors.
 The language is documented in ``docs/candidate_format.md``; the threat model in
 ``docs/verifier.md``.
@@ -21,15 +21,15 @@ import types
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..ast_safe import parse as safe_parse
-from ..candidate import HINT_PARAMS, ParamSpaceError, parse_param_space
-from .hack_policy import (ALLOWED_MODULES, DECORATOR_BUILTINS, HEURISTICS_DECORATORS, HINT_NAMES, HOST_BUILTINS,
+from ...ast_safe import parse as safe_parse
+from ...candidate import HINT_PARAMS, ParamSpaceError, parse_param_space
+from ..contract.language import (ALLOWED_MODULES, DECORATOR_BUILTINS, HEURISTICS_DECORATORS, HINT_NAMES, HOST_BUILTINS,
                           HOST_VALUE_ATTRS, JIT_DECORATORS, JIT_OPTIONS, KERNEL_BUILTINS, KERNEL_VALUE_ATTRS,
                           LAUNCH_OPTIONS, MODULE_MEMBERS, PATH_ONLY_MODULES, REFUSED_MODULE_WHY,
                           RESERVED_NAMES, RESERVED_PREFIX, TENSOR_METADATA_ATTRS, TENSOR_METADATA_METHODS, TENSOR_VIEW_ATTRS,
                           TENSOR_VIEW_METHODS)
-from .hack_atomics import spin_waits, used_atomic_results
-from .records import GateResult
+from .anticheat_atomics import spin_waits, used_atomic_results
+from ...records import GateResult
 
 _PYTHON_BUILTINS = frozenset(dir(builtins))
 MAX_SOURCE_BYTES = 256 * 1024
@@ -120,7 +120,7 @@ def _bound_in(fn: ast.FunctionDef | ast.Lambda) -> set[str]:
 
 
 class ModuleChecker:
-    """Collects violations of the language rules (host-compute rules live in :mod:`hack_host`)."""
+    """Collects violations of the language rules (host-compute rules live in :mod:`anticheat_host`)."""
 
     def __init__(self, tree: ast.Module):
         self.tree = tree
@@ -493,7 +493,7 @@ class ModuleChecker:
                                               f"option ({', '.join(sorted(LAUNCH_OPTIONS))}).")
 
     def check_atomics(self, fn: ast.FunctionDef) -> None:
-        """Spin-waits and atomic results used as values are refused (:mod:`hack_atomics`)."""
+        """Spin-waits and atomic results used as values are refused (:mod:`anticheat_atomics`)."""
         for loop in spin_waits(fn, dotted):
             self.add(loop, "spin-wait", "this `while` loop waits for a value another program writes (an atomic or "
                                         "volatile load in its condition): programs must not wait on each other "
@@ -628,8 +628,8 @@ def _param_names(source: str) -> set[str]:
 
 def find_violations(source: str) -> list[Violation]:
     """All rule violations in *source* (which must parse; raises SyntaxError otherwise)."""
-    from .hack_host import HostChecker
-    from .hack_text import text_violations
+    from .anticheat_host import HostChecker
+    from .anticheat_text import text_violations
     if len(source.encode("utf-8", "replace")) > MAX_SOURCE_BYTES:
         return [Violation(0, "size", f"the source is over {MAX_SOURCE_BYTES // 1024} KB; kernels are far smaller.")]
     tree = safe_parse(source)

@@ -1,7 +1,7 @@
 """The candidate language, as tables: every module, member, builtin, attribute and option it may use.
 
 An allowlist: whatever is not listed here is refused by :mod:`hack` and
-:mod:`hack_host`, so a new capability needs a reviewed change to these tables.
+:mod:`anticheat_host`, so a new capability needs a reviewed change to these tables.
 ``docs/candidate_format.md`` documents the same language for kernel authors and
 the LLM; ``tests/evaluate/test_hack.py`` checks that every listed Triton name
 exists in the installed Triton (so an upgrade that renames one is noticed).

@@ -1,7 +1,7 @@
 """Loop trip weights for the judge, with a witness trip that the loop sampling cannot fool.
 
 The trace runs trips ``0`` and ``1`` of a long ``for`` loop, three seeded-random
-middle trips and the last (:func:`trace_loops.trip_plan`); the middle samples stand
+middle trips and the last (:func:`loop_hooks.trip_plan`); the middle samples stand
 for the ``n - 3`` middle trips.  A kernel can notice that a middle trip did not
 follow its predecessor (the loop variable jumped, a carried counter disagrees) and
 do less there: on a GPU, and in every correctness run, no trip ever jumps.  Trip
@@ -14,7 +14,7 @@ trips do equal work is unaffected; one whose later trips legitimately do less
 (a mask that empties past a diagonal) is scored at its witness's work, an
 over-estimate that never favours the kernel.
 
-A loop execution of the launch's dense program (``trace_loops``) also carries the
+A loop execution of the launch's dense program (``loop_hooks``) also carries the
 sparse plan the other programs ran; ``sparse_view=True`` weighs only those trips, as
 if the dense program had been sampled like the others (the judge compares the two).
 """
@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .trace_loops import HEAD, MIDDLE, TAIL, trip_weight
+from .loop_plan import HEAD, MIDDLE, TAIL, trip_weight
 
 #: Work kinds compared per trip: access elements by kind (load, store, atomic), dot flops, op elements
 #: by kind (elementwise, transcendental, reduction).

@@ -2,7 +2,7 @@
 
 For each target shape x kernel config, ``launch`` runs on inputs holding real values
 (:func:`inputs.trace_inputs`), under the dispatch guard, with for-loops sampled
-(:mod:`trace_loops`).  Each kernel launch runs a few program ids (first, last,
+(:mod:`loop_hooks`).  Each kernel launch runs a few program ids (first, last,
 seeded-random ones) and records, per program, every access (kind, tensor, source
 line, loop trip, unmasked elements, the distinct 32-byte sectors it touches as runs), every
 dot (shape, operand dtype, precision, the precision its operands were loaded at),
@@ -29,19 +29,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..candidate import config_key
-from ..task import Task
-from .arms import RECORDER
-from .census import census_pids, kernels_have_loops, run_census
-from ..sandbox.channel import BlobReader, BlobWriter
-from .guard import DispatchGuard
-from .inputs import trace_inputs
-from .loader import CandidateTimeout, describe_exception, time_limit
-from .sector_runs import coarse_runs
-from .tiled import release_all
-from .trace_counts import SECTOR_BYTES, count_program, same_counts, sample_programs
+from ...candidate import config_key
+from ...task import Task
+from ...harness.arms import RECORDER
+from ..trace.census import census_pids, kernels_have_loops, run_census
+from ...sandbox.channel import BlobReader, BlobWriter
+from ...harness.guard import DispatchGuard
+from ...harness.inputs import trace_inputs
+from ...harness.loader import CandidateTimeout, describe_exception, time_limit
+from ..trace.sector_runs import coarse_runs
+from ...harness.tiled import release_all
+from ..trace.counts import SECTOR_BYTES, count_program, same_counts, sample_programs
 from .trace_hooks import PRECISION_RANK, LaunchContext, RuleViolation, Session, active, dtype_name
-from .trace_loops import CONTROL, DENSE_TRIPS, DENSE_TRIPS_OTHERS, LoopLimit
+from ..trace.loop_plan import DENSE_TRIPS, DENSE_TRIPS_OTHERS
+from .loop_hooks import CONTROL, LoopLimit
 
 #: The wave pass covers the first this-many programs in launch order.
 WAVE_PROGRAMS = 256
@@ -129,8 +130,8 @@ def recording_signatures(guard: DispatchGuard, sink: list[dict[str, Any]]):
     """Record each kernel launch's compile signature (Triton's own binder: divisibility by 16, ints
     equal to 1, constexprs, launch options) while the launches run as usual."""
     from triton.runtime.interpreter import InterpretedFunction
-    from ..compiler.capture import signature_of_launch
-    from ..compiler.signature import SignatureError
+    from ...compiler.capture import signature_of_launch
+    from ...compiler.signature import SignatureError
     original = InterpretedFunction.run
 
     def run(kernel, *args, grid, warmup, **kwargs):
@@ -187,7 +188,7 @@ class TraceSession(Session):
         lead = random.Random(f"{CONTROL.seed}:dense:{len(self.launches)}").choice(sampled) if sampled else -1
         # the lead runs densely first; another program runs sparsely, and again densely (fewer trips)
         # when its sparse counts differ from the lead's: the judge lifts each program by the dense count
-        # of a program that did the same sampled work (trace_counts.build_launch_trace)
+        # of a program that did the same sampled work (counts.build_launch_trace)
         records: dict[int, dict[str, Any]] = {}
         lead_view = None
         for pid in ([lead] + [p for p in sampled if p != lead]) if sampled else []:

@@ -9,7 +9,7 @@ picks (:mod:`confirm`), the span and grid-span shapes (:mod:`span_shape`: rows s
 several blocks, many programs) on "normal" and the long-row shape on the "offset"
 profile (rows near the target's length, values far from zero).  Every run executes its
 programs in a seeded shuffled order.  The sandboxed child runs them and reports raw outputs
-(:mod:`child_check`); the judge here, which never imports candidate code, draws the
+(:mod:`run_checks`); the judge here, which never imports candidate code, draws the
 same inputs, runs the task's reference, and checks: output count, shapes, dtypes,
 values (NaN-poisoned ``empty*`` outputs expose unwritten elements), outputs written
 by a kernel and not aliasing an input, inputs unmodified, and the repeat bit-for-bit
@@ -27,12 +27,12 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ..candidate import config_key
-from ..task import Task
-from ..sandbox.channel import BlobReader, ChannelError
-from .inputs import LONG_PROFILE, WIDE_ONLY, InputFactory, digest, profiles_for
-from .records import GateResult
-from .span_shape import block_size, grid_span_shape, long_shape, span_shape
+from ...candidate import config_key
+from ...task import Task
+from ...sandbox.channel import BlobReader, ChannelError
+from ...harness.inputs import LONG_PROFILE, WIDE_ONLY, InputFactory, digest, profiles_for
+from ...records import GateResult
+from ..contract.span_shape import block_size, grid_span_shape, long_shape, span_shape
 
 
 class CheckFailure(Exception):
@@ -73,7 +73,7 @@ class Run:
 
 
 def _reference_runs_at(task: Task, env: dict[str, int]) -> bool:
-    from ..perfmodel.baseline import profile_reference
+    from ...perfmodel.baseline import profile_reference
     try:
         return profile_reference(task, env).exact
     except Exception:  # noqa: BLE001 - any failure means: not at this shape

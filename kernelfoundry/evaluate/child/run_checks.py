@@ -20,15 +20,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..task import Task
-from .arms import RECORDER
-from ..sandbox.channel import BlobWriter
-from .guard import DispatchGuard
-from .inputs import InputFactory, digest
-from .tiled import placed
-from .loader import CandidateTimeout, LoadedCandidate, describe_exception, time_limit
+from ...task import Task
+from ...harness.arms import RECORDER
+from ...sandbox.channel import BlobWriter
+from ...harness.guard import DispatchGuard
+from ...harness.inputs import InputFactory, digest
+from ...harness.tiled import placed
+from ...harness.loader import CandidateTimeout, LoadedCandidate, describe_exception, time_limit
 from .trace_hooks import LaunchContext, Session, active
-from .trace_loops import CONTROL, LoopLimit
+from .loop_hooks import CONTROL, LoopLimit
 
 
 class CheckSession(Session):
@@ -260,7 +260,7 @@ def probe_programs(cand: LoadedCandidate, task: Task, env: dict[str, int], param
                    timeout: float | None) -> list[int] | None:
     """Programs of each launch ``launch`` would make at *env* (no kernel runs), or None when the
     dry run fails."""
-    from .inputs import TORCH_DTYPES
+    from ...harness.inputs import TORCH_DTYPES
     inputs = [placed(torch.zeros(spec.concrete_shape(env), dtype=TORCH_DTYPES[spec.dtype])) for spec in task.inputs]
     guard = DispatchGuard(poison_empty=False)
     session = GridProbe(guard=guard, candidate_file=str(cand.path))
@@ -278,7 +278,7 @@ def probe_grids(cand: LoadedCandidate, task: Task, configs: list[dict[str, Any]]
                 timeout: float | None) -> list[dict[str, Any]]:
     """For each config: programs at the largest check shape, and with each shape symbol set to 1
     (the judge infers which dimensions programs tile and by how much: see span_shape)."""
-    from .span_shape import shape_symbols
+    from ..contract.span_shape import shape_symbols
     base = max(task.check_shapes, key=task.input_bytes)
     out = []
     for config in configs:

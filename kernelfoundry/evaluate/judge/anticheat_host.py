@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import ast
 
-from .hack import ModuleChecker, Violation, dotted
-from .hack_policy import (TENSOR_METADATA_ATTRS, TENSOR_METADATA_METHODS, TENSOR_SAFE_BUILTINS,
+from .anticheat import ModuleChecker, Violation, dotted
+from ..contract.language import (TENSOR_METADATA_ATTRS, TENSOR_METADATA_METHODS, TENSOR_SAFE_BUILTINS,
                           TENSOR_VIEW_ATTRS, TENSOR_VIEW_METHODS, TENSOR_WRAPPERS, TORCH_ALLOCATORS)
 
 _NO_COMPUTE = ("launch may only allocate, read shapes/strides, make views and launch kernels; "

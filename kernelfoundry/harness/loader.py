@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator
 from ..candidate import ParamSpaceError, parse_param_space
 from ..task import Task
 from .arms import ARM_HELPER, _kf_arm, compile_host
-from .records import GateResult
+from ..records import GateResult
 
 MAX_REASON_CHARS = 600
 

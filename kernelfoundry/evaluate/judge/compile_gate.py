@@ -18,8 +18,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..candidate import HINT_PARAMS, config_key
-from .records import ConfigTrace, GateResult
+from ...candidate import HINT_PARAMS, config_key
+from ...records import ConfigTrace, GateResult
 
 DEFAULT_TOP_K = 4
 ROUNDS = 2
@@ -64,7 +64,7 @@ def compile_configs(source: str, wanted: dict[str, list[dict[str, Any]]], sigs_b
                     cache: Any, already: set[tuple[str, str]]) -> Any:
     """Compile each hardware's *wanted* configs (full configs) not compiled for it yet, in one job;
     returns the compiler's report (None when there is nothing to do)."""
-    from ..compiler import compile_candidate
+    from ...compiler import compile_candidate
     todo, per_hardware = {}, {}
     for name, configs in wanted.items():
         for config in configs:
@@ -83,7 +83,7 @@ def compile_gate(source: str, task: Any, traces: list[ConfigTrace], space: dict[
                  hardware: list[str], score: Any, *, seed: int, top_k: int = DEFAULT_TOP_K,
                  cache: Any = None) -> tuple[GateResult, Any, dict[str, Any]]:
     """Compile, exclude what does not compile, re-score: (gate, final score, report dict)."""
-    from ..perfmodel.score import score_candidate
+    from ...perfmodel.score import score_candidate
     start = time.perf_counter()
     sigs = launch_signatures(traces)
     default = {n: v[0] for n, v in space.items()}
@@ -180,8 +180,8 @@ def resident_programs(r: Any, spec: Any) -> tuple[int, str]:
 def _facts(resources: dict[str, Any], hardware: str) -> str:
     """The compiler's figures for one kernel, with the occupancy they allow: '40 registers, ...:
     occupancy 6 programs/core (registers)'."""
-    from ..compiler.resources import CompiledResources
-    from ..perfmodel.hardware import load_hardware
+    from ...compiler.resources import CompiledResources
+    from ...perfmodel.hardware import load_hardware
     r = CompiledResources.from_dict(resources)
     try:
         programs, limit = resident_programs(r, load_hardware(hardware))
@@ -192,8 +192,8 @@ def _facts(resources: dict[str, Any], hardware: str) -> str:
 
 def write_best_asm(details: dict[str, Any], directory: Any, *, cache: Any = None) -> list[Any]:
     """Write the PTX/SASS or AMDGCN of each hardware's best compiled config (``verify --asm DIR``)."""
-    from ..compiler import CompileCache, write_asm
-    from ..compiler.report import CompileReport
+    from ...compiler import CompileCache, write_asm
+    from ...compiler.report import CompileReport
     cache = cache if cache is not None else CompileCache()
     written = []
     for name, key in details.get("best", {}).items():

@@ -10,7 +10,7 @@ dimension the grid tiles two full tiles and a ragged one, and every dimension wi
 one program per element three programs, so the run stays cheap in the interpreter.
 
 Which dimension is which comes from dry runs of ``launch`` in the child
-(:func:`child_check.probe_grids`): programs at the largest check shape, and with each
+(:func:`run_checks.probe_grids`): programs at the largest check shape, and with each
 symbol set to 1; the ratio is the number of programs along that dimension.  Values
 are kept odd so every tail is partial.  See docs/verifier.md.
 """
@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..task import Task
+from ...task import Task
 
 #: The span run's inputs hold at most this many elements in all (the judge generates them and runs
 #: the reference on them) ...

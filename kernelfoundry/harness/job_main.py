@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..safe_io import write_json_atomic
-from .job import REFERENCE_STUB
+from .payload import REFERENCE_STUB
 
 
 def report_progress(stage: str) -> None:

@@ -2,7 +2,7 @@
 
 Runs in the driver, which never imports candidate code.  The child reports what each
 sampled program did, unweighted, with the loop executions and the trips they ran
-(:mod:`child_trace`); here every event is weighted by the trips it stands for
+(:mod:`record_trace`); here every event is weighted by the trips it stands for
 (:mod:`trip_witness`: nested loops multiply; a witness trip stands in for middle samples
 that do less than it), the unique footprint of a
 program counts the 32-byte sectors it had not touched before (times the weight: a
@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from .census import CensusError, judge_census
-from ..sandbox.channel import BlobReader, ChannelError
-from .records import ConfigTrace, LaunchTrace, TensorTraffic
+from ...sandbox.channel import BlobReader, ChannelError
+from ...records import ConfigTrace, LaunchTrace, TensorTraffic
 from .sample_spread import GROUPS, sample_groups, upper_margin
 from .sector_runs import new_per_row, valid_rows
 from .trip_witness import WORK_KINDS, WitnessError, parse_loops, trip_weights
@@ -292,7 +292,7 @@ def footprint(wave: dict[str, Any], blob: BlobReader, num_programs: int, names: 
               loaded: set[int], untrusted: set[int] = frozenset()) -> dict[str, list[list[int]]]:
     """For each loaded tensor, [[w, distinct anchor sectors of programs 0..w-1], ...] (all load sites);
     no points for *untrusted* tensors (see :func:`unanchored`) nor for those the wave pass found its
-    anchors contested on (``child_trace.TraceSession._contested``)."""
+    anchors contested on (``record_trace.TraceSession._contested``)."""
     rows = blob.get(wave["anchors"]).reshape(-1, 4) if wave.get("anchors") else np.zeros((0, 4), dtype=np.int64)
     contested = wave.get("contested", [])
     _require(isinstance(contested, list) and all(isinstance(t, int) for t in contested),

@@ -16,9 +16,9 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from ..candidate import HINT_PARAMS, config_key
+from ...candidate import HINT_PARAMS, config_key
 from .correctness import Judge, MalformedReport, plan_span_runs, unchecked_paths
-from .records import ConfigTrace, GateResult
+from ...records import ConfigTrace, GateResult
 
 
 def picked_configs(score: Any) -> list[dict[str, Any]]:

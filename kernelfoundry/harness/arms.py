@@ -10,7 +10,7 @@ report the arms they took; the judge (:func:`correctness.unchecked_paths`) fails
 config the model picked whose traced run at a target shape took an arm no
 correctness run of that config took.
 
-Kernels are instrumented where the interpreter compiles them (:mod:`trace_loops`),
+Kernels are instrumented where the interpreter compiles them (:mod:`loop_hooks`),
 host code (``launch``, helpers, heuristics) when the module is imported
 (:func:`compile_host`); the recorder ``_kf_arm`` lives under the reserved ``_kf``
 prefix, which candidate source cannot name.  Arms are ``"kernel:line:column:kind"``
@@ -120,5 +120,5 @@ def compile_host(source: str, filename: str) -> Any:
 
 
 def instrument_kernel(tree: ast.AST, kernel: str) -> ast.AST:
-    """Instrument a kernel's rewritten AST (called by :mod:`trace_loops` before it adds the loop helpers)."""
+    """Instrument a kernel's rewritten AST (called by :mod:`loop_hooks` before it adds the loop helpers)."""
     return ArmTransformer(kernel).visit(tree)

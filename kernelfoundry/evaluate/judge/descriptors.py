@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .records import ConfigTrace, LaunchTrace
+from ...records import ConfigTrace, LaunchTrace
 
 DESCRIPTOR_NAMES = ("tiling", "memory_pattern")
 DESCRIPTOR_RANGES = ((0.0, 24.0), (0.0, 6.0))

@@ -30,8 +30,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from ..candidate import code_text
-from .verdict_cache import VERDICT_FORMAT
+from ...candidate import code_text
+from ..verdict_cache import VERDICT_FORMAT
 
 FILE_NAME = "traces.sqlite"
 _SCHEMA = """
