@@ -101,18 +101,22 @@ class ConfigTrace:
     arms: list[str] = field(default_factory=list)   # branch arms the traced run took (harness/arms.py)
     # bytes of each zero-filled allocation the host code made (torch.zeros*): a fill kernel on a GPU
     zero_fill_bytes: list[float] = field(default_factory=list)
+    # counted from the sparse loop samples only (no dense program run: docs/verifier.md, "Lazy dense
+    # traces"): good enough to rank configs; a config the model picks is traced densely before it counts
+    provisional: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"shape_index": self.shape_index, "shape": dict(self.shape), "config": dict(self.config),
                 "launches": [l.to_dict() for l in self.launches], "seconds": self.seconds, "arms": list(self.arms),
-                "zero_fill_bytes": list(self.zero_fill_bytes)}
+                "zero_fill_bytes": list(self.zero_fill_bytes), "provisional": self.provisional}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ConfigTrace":
         return cls(shape_index=data["shape_index"], shape=dict(data["shape"]), config=dict(data["config"]),
                    launches=[LaunchTrace.from_dict(l) for l in data["launches"]],
                    seconds=data.get("seconds", 0.0), arms=[str(a) for a in data.get("arms", [])],
-                   zero_fill_bytes=[float(b) for b in data.get("zero_fill_bytes", [])])
+                   zero_fill_bytes=[float(b) for b in data.get("zero_fill_bytes", [])],
+                   provisional=data.get("provisional") is True)
 
 
 @dataclass

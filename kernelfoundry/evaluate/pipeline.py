@@ -22,7 +22,7 @@ import math
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, Callable
 
 from ..candidate import HINT_PARAMS, ParamSpaceError, config_key, kernel_configs, parse_param_space
 from ..task import Task
@@ -39,6 +39,10 @@ CHILD_MODULE = "kernelfoundry.evaluate.child.entry"
 CHILD_GATES = ("load", "correctness", "trace")
 TRACE_TIMEOUT = "tracing did not finish within"          # the trace child's time-limit message
 DEFAULT_TIMEOUT_S = 120.0
+#: Provisional (sparse) traces rank the configs and only the picked ones are traced densely, when there
+#: are at least LAZY_MIN_CONFIGS configs to trace (fewer: the second trace job costs more than it saves).
+LAZY_DENSE_TRACES = True
+LAZY_MIN_CONFIGS = 3
 _TAIL_IN_REASON = 800
 
 
@@ -123,11 +127,14 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
     context = code_context(source, base["task"], base["hints"], seed, trace_programs) if trace_cache else None
     cached = {i: trace_cache.get(context, c) for i, c in enumerate(configs)} if context else {}
     to_trace = [c for i, c in enumerate(configs) if cached.get(i) is None]
+    # Several configs to trace: provisional (sparse) traces rank them, and only the configs the model
+    # picks are traced densely (docs/verifier.md, "Lazy dense traces"); one or two are dense at once.
+    dense = len(to_trace) < LAZY_MIN_CONFIGS or not LAZY_DENSE_TRACES
     # The trace job needs nothing from the check job: it runs beside it and is cancelled if the checks fail.
     cancel = threading.Event()
     with ThreadPoolExecutor(max_workers=1) as pool:
         trace_job = pool.submit(run_sandboxed, CHILD_MODULE, {**base, "kind": "trace", "trace_programs": trace_programs,
-                                                              "kernel_configs": to_trace},
+                                                              "kernel_configs": to_trace, "dense": dense},
                                 limits, mode=mode, extra_files=(DATA_FILE,), cancel=cancel) if to_trace else None
         try:
             outcome = run_sandboxed(CHILD_MODULE, {**base, "kind": "check", "runs": plan, "probe_configs": configs},
@@ -158,7 +165,7 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
             gates.append(GateResult(name="trace", passed=False, reason=reason, seconds=load[-1].seconds,
                                     details=details))
             return stop()
-        gate, traces = judge_trace(report["trace"], traced, to_trace, len(task.target_shapes))
+        gate, traces = judge_trace(report["trace"], traced, to_trace, len(task.target_shapes), dense=dense)
     if context and gate.passed:
         for config in to_trace:
             trace_cache.put(context, config, [t.to_dict() for t in traces if t.config == config])
@@ -177,12 +184,25 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
             return failed[-1], None
         return BlobReader(job.files.get(DATA_FILE)), result["check"]
 
+    def densify(todo: list[dict[str, Any]]) -> tuple[GateResult, list[ConfigTrace]]:
+        job = run_sandboxed(CHILD_MODULE, {**base, "kind": "trace", "trace_programs": trace_programs,
+                                           "kernel_configs": todo, "dense": True}, limits, mode=mode,
+                            extra_files=(DATA_FILE,))
+        failed, result = read_job(job, "trace")
+        if not failed[-1].passed:
+            return failed[-1], []
+        dense_gate, dense_traces = judge_trace(result["trace"], job, todo, len(task.target_shapes), dense=True)
+        if context and dense_gate.passed:
+            for config in todo:
+                trace_cache.put(context, config, [t.to_dict() for t in dense_traces if t.config == config])
+        return dense_gate, dense_traces
+
     confirm = {"task": task, "traces": traces, "probes": probes, "spanned": [], "records": records,
                "first_call": len(plan) + 1, "run_checks": run_checks}
     return score_and_describe(task, traces, space, hardware, gates, seed=seed,
                               seconds_so_far=time.perf_counter() - start,
                               compile_with={"source": source, "top_k": compile_top_k, "cache": compile_cache}
-                              if compile else None, confirm_with=confirm)
+                              if compile else None, confirm_with=confirm, densify=densify)
 
 
 def _in_config_order(traces: list[ConfigTrace], configs: list[dict[str, Any]]) -> list[ConfigTrace]:
@@ -242,14 +262,15 @@ def _malformed(outcome: SandboxOutcome, why: str) -> GateResult:
 
 
 def judge_trace(report: dict[str, Any], outcome: SandboxOutcome, configs: list[dict[str, Any]],
-                n_shapes: int) -> tuple[GateResult, list[ConfigTrace]]:
-    """The trace gate: the child's records built into :class:`ConfigTrace` s, every one asked for."""
+                n_shapes: int, dense: bool = True) -> tuple[GateResult, list[ConfigTrace]]:
+    """The trace gate: the child's records built into :class:`ConfigTrace` s, every one asked for
+    (``dense=False``: provisional traces were asked for)."""
     blob = BlobReader(outcome.files.get(DATA_FILE))
     try:
         records = report.get("traces")
         if not isinstance(records, list):
             raise MalformedTrace("no trace list")
-        traces = [build_config_trace(r, blob) for r in records]
+        traces = [build_config_trace(r, blob, dense) for r in records]
         for t in traces:
             if t.config not in configs or not 0 <= t.shape_index < n_shapes:
                 raise MalformedTrace(f"a trace for config {t.config} at shape {t.shape_index} was not asked for")
@@ -281,13 +302,20 @@ def sandbox_failure(outcome: SandboxOutcome) -> GateResult:
                       details={"sandbox": outcome.to_dict()})
 
 
+#: Rounds of dense traces for the picked configs; in the last one every provisional config is traced densely.
+DENSIFY_ROUNDS = 3
+
+
 def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, list[Any]],
                        hardware: list[str], gates: list[GateResult], *, seed: int,
                        seconds_so_far: float, compile_with: dict[str, Any] | None = None,
-                       confirm_with: dict[str, Any] | None = None) -> VerifyResult:
+                       confirm_with: dict[str, Any] | None = None,
+                       densify: Callable[[list[dict[str, Any]]], tuple[GateResult, list[ConfigTrace]]] | None = None
+                       ) -> VerifyResult:
     """The model gate (the performance model and the plausibility checks), the compile gate (the model's
     best configs compiled for each GPU; what does not compile is excluded and the model picks again),
-    then the descriptors."""
+    then the descriptors.  A provisional trace of a config the model picks is replaced by a dense one
+    (*densify(configs)*: the trace gate and the dense traces) and the model picks again."""
     start = time.perf_counter()
 
     def done(**kw) -> VerifyResult:
@@ -299,32 +327,63 @@ def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, l
             gates.append(GateResult(name="model", passed=False, seconds=time.perf_counter() - start, reason=reason))
         return done(passed=False, gate=gate, reason=reason)
 
+    from .judge.confirm import picked_configs
     from .judge.plausibility import implausible_scores, implausible_traces
-    why = implausible_traces(task, traces)
-    if why:
-        return fail(why)
     try:
         from ..perfmodel.score import score_candidate
     except ImportError as exc:
         return fail(f"the performance model is not available ({exc}).")
-    try:
-        score = score_candidate(task, traces, space, hardware, seed=seed)
-        if not math.isfinite(float(score.objective)):
-            raise ValueError(f"objective is {score.objective}")
-    except Exception as exc:  # noqa: BLE001 - the model failing on a trace fails this candidate only
-        return fail(f"the performance model could not score this kernel: {type(exc).__name__}: {exc}")
-    why = implausible_scores(score.hardware)
-    if why:
-        return fail(why)
-    model = GateResult(name="model", passed=True, seconds=time.perf_counter() - start)
+    trace_gate = next((g for g in gates if g.name == "trace"), None)
+    model_s = compile_s = 0.0                      # the model's and the compile gate's seconds over the rounds
+    for round_ in range(1, DENSIFY_ROUNDS + 2):
+        round_start = time.perf_counter()
+        why = implausible_traces(task, traces)
+        if why:
+            return fail(why)
+        try:
+            score = score_candidate(task, traces, space, hardware, seed=seed)
+            if not math.isfinite(float(score.objective)):
+                raise ValueError(f"objective is {score.objective}")
+        except Exception as exc:  # noqa: BLE001 - the model failing on a trace fails this candidate only
+            return fail(f"the performance model could not score this kernel: {type(exc).__name__}: {exc}")
+        why = implausible_scores(score.hardware)
+        if why:
+            return fail(why)
+        model_s += time.perf_counter() - round_start
+        model = GateResult(name="model", passed=True, seconds=model_s)
+        compiled = None
+        if compile_with is not None:
+            from .judge.compile_gate import compile_gate
+            compiled, score, _ = compile_gate(compile_with["source"], task, traces, space, hardware, score,
+                                              seed=seed, top_k=compile_with["top_k"], cache=compile_with["cache"])
+            compile_s += compiled.seconds
+            compiled.seconds = compile_s
+        provisional = {config_key(t.config) for t in traces if t.provisional}
+        todo = [c for c in picked_configs(score) if config_key(c) in provisional]
+        if densify is None or not todo or (compiled is not None and not compiled.passed):
+            break
+        if round_ >= DENSIFY_ROUNDS:               # the picks keep moving: every provisional config, densely
+            todo = list({config_key(t.config): t.config for t in traces if t.provisional}.values())
+        began = time.perf_counter()
+        dense_gate, dense = densify(todo)
+        if trace_gate is not None:
+            trace_gate.seconds += time.perf_counter() - began
+            trace_gate.details["densified"] = trace_gate.details.get("densified", 0) + len(todo)
+        if not dense_gate.passed:
+            if trace_gate is not None:
+                trace_gate.passed, trace_gate.reason = False, dense_gate.reason
+                trace_gate.details.update({k: v for k, v in dense_gate.details.items() if k == "inconclusive"})
+            return done(passed=False, gate=dense_gate.name, reason=dense_gate.reason)
+        dense_keys = {(t.shape_index, config_key(t.config)) for t in dense}
+        traces = _in_config_order([t for t in traces if (t.shape_index, config_key(t.config)) not in dense_keys]
+                                  + dense, [t.config for t in traces])
+        if confirm_with is not None:
+            confirm_with["traces"] = traces
     gates.append(model)
-    if compile_with is not None:
-        from .judge.compile_gate import compile_gate
-        gate, score, _ = compile_gate(compile_with["source"], task, traces, space, hardware, score, seed=seed,
-                                      top_k=compile_with["top_k"], cache=compile_with["cache"])
-        gates.append(gate)
-        if not gate.passed:
-            return fail(gate.reason, gate="compile")
+    if compiled is not None:
+        gates.append(compiled)
+        if not compiled.passed:
+            return fail(compiled.reason, gate="compile")
     model.reason, model.details = str(score.feedback), {"best_configs": list(score.best_configs)}
     if confirm_with is not None:
         from .judge.confirm import confirm_gate

@@ -10,7 +10,8 @@ coverage and scoring happen in the driver (:mod:`correctness`, :mod:`counts`,
 payload = {"kind": "check" | "trace", "source": str, "task": task dict (reference stubbed),
 "kernel_configs": [{...}, ...] (non-hint params, the first is the default), "hints": {...},
 "seed": int, "runs": [planned check runs] (check; trace: the span runs, run first),
-"probe_configs": [configs whose grids to probe] (check), "trace_programs": int (trace),
+"probe_configs": [configs whose grids to probe] (check), "trace_programs": int (trace), "dense": bool
+(trace; false: sampled programs run their sparse loop plans only, a provisional trace),
 "launch_timeout_s", "trace_timeout_s" (optional)}.
 
 result = {"gates": [the load gate's GateResult dict], "param_space": {...} or None,
@@ -102,7 +103,8 @@ def _trace(loaded, task, configs, hints, seed, payload, blob) -> dict[str, Any]:
                 traces.append(trace_config(loaded.launch, task, shape_index, config, hints, seed=seed,
                                            trace_programs=int(payload.get("trace_programs", DEFAULT_TRACE_PROGRAMS)),
                                            timeout=payload.get("trace_timeout_s", 60.0),
-                                           candidate_file=str(loaded.path), blob=blob))
+                                           candidate_file=str(loaded.path), blob=blob,
+                                           dense=payload.get("dense", True) is not False))
             except TraceFailure as exc:
                 shape = "{" + ", ".join(f"{k}={v}" for k, v in env.items()) + "}"
                 return {"traces": traces, "error": f"shape {shape}, config {config_key(config) or 'default'}: {exc}"}

@@ -159,9 +159,10 @@ class TraceSession(Session):
     needs_sites = True
 
     def __init__(self, trace_programs: int, rng: random.Random, *, guard: DispatchGuard, candidate_file: str,
-                 blob: BlobWriter, wave_programs: int = WAVE_PROGRAMS, has_loops: bool = True):
+                 blob: BlobWriter, wave_programs: int = WAVE_PROGRAMS, has_loops: bool = True, dense: bool = True):
         super().__init__(guard=guard, candidate_file=candidate_file)
         self.trace_programs = max(1, int(trace_programs))
+        self.dense = dense                      # False: every sampled program runs its sparse plan only
         self.rng = rng
         self.blob = blob
         self.wave_programs = wave_programs
@@ -192,6 +193,11 @@ class TraceSession(Session):
         records: dict[int, dict[str, Any]] = {}
         lead_view = None
         for pid in ([lead] + [p for p in sampled if p != lead]) if sampled else []:
+            if not self.dense:                  # a provisional trace: the sparse plan only, no dense re-runs
+                record = self._run_program(ctx, pid, 0)
+                record["lead"] = pid == lead
+                records[pid] = record
+                continue
             record = self._run_program(ctx, pid, DENSE_TRIPS if pid == lead else 0, keep_writes=pid != lead)
             if pid == lead:
                 lead_view = self._sparse_view(record, tensors)
@@ -207,8 +213,10 @@ class TraceSession(Session):
         self._wave_targets = wave_targets([p.pop("_firsts") for p in programs])
         wave = self._wave(ctx) if self._wave_targets else {"programs": 0, "anchors": self.blob.put(
             np.zeros((0, 4), dtype=np.int64))}
-        census = run_census(census_pids(ctx.num_programs, len(sampled), self.rng, self._has_loops),
-                            lambda pid: self._census_program(ctx, pid), self._has_loops)
+        # a provisional trace runs no census: the census only ever scales counts up, so a provisional
+        # figure stays a lower bound, and the config is traced again in full if the model picks it
+        pids = census_pids(ctx.num_programs, len(sampled), self.rng, self._has_loops) if self.dense else []
+        census = run_census(pids, lambda pid: self._census_program(ctx, pid), self._has_loops)
         self.launches.append({"kernel": ctx.kernel, "grid": list(ctx.grid), "num_programs": ctx.num_programs,
                               "tensors": tensors, "programs": programs, "wave": wave, "census": census})
 
@@ -443,8 +451,10 @@ POISON_MAX_BYTES = 64 << 20
 
 
 def trace_config(launch, task: Task, shape_index: int, config: dict[str, Any], hints: dict[str, Any], *, seed: int,
-                 trace_programs: int, timeout: float | None, candidate_file: str, blob: BlobWriter) -> dict[str, Any]:
-    """Trace ``launch`` at ``task.target_shapes[shape_index]`` with one kernel config."""
+                 trace_programs: int, timeout: float | None, candidate_file: str, blob: BlobWriter,
+                 dense: bool = True) -> dict[str, Any]:
+    """Trace ``launch`` at ``task.target_shapes[shape_index]`` with one kernel config (``dense=False``:
+    sampled programs run their sparse loop plans only, for a provisional trace)."""
     env = task.target_shapes[shape_index]
     start = time.perf_counter()
     rng = random.Random(f"{seed}:{shape_index}:{config_key(config)}")
@@ -459,7 +469,7 @@ def trace_config(launch, task: Task, shape_index: int, config: dict[str, Any], h
     except OSError:
         has_loops = True
     session = TraceSession(trace_programs, rng, guard=guard, candidate_file=candidate_file, blob=blob,
-                           has_loops=has_loops)
+                           has_loops=has_loops, dense=dense)
     CONTROL.sampling, CONTROL.seed = True, f"{seed}:{shape_index}:{config_key(config)}"
     inputs, mappings = trace_inputs(task, env, seed)
     for x in inputs:            # the task's data keeps its precision through any view of another dtype

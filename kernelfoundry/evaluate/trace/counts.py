@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .census import CensusError, judge_census
+from .census import Census, CensusError, judge_census
 from ...sandbox.channel import BlobReader, ChannelError
 from ...records import ConfigTrace, LaunchTrace, TensorTraffic
 from .sample_spread import GROUPS, sample_groups, upper_margin
@@ -310,8 +310,9 @@ def footprint(wave: dict[str, Any], blob: BlobReader, num_programs: int, names: 
     return out
 
 
-def build_launch_trace(record: dict[str, Any], blob: BlobReader) -> LaunchTrace:
-    """One :class:`LaunchTrace` from a child's launch record."""
+def build_launch_trace(record: dict[str, Any], blob: BlobReader, dense: bool = True) -> LaunchTrace:
+    """One :class:`LaunchTrace` from a child's launch record (``dense=False``: the driver asked for a
+    provisional trace, every program counted from its sparse plan alone, none lifted)."""
     grid = record["grid"]
     _require(isinstance(grid, list) and len(grid) == 3 and all(isinstance(g, int) and g >= 0 for g in grid),
              "a launch grid is malformed")
@@ -328,26 +329,29 @@ def build_launch_trace(record: dict[str, Any], blob: BlobReader) -> LaunchTrace:
     # lead's; its own (the child ran it again densely) where it differs
     counts = [count_program(p, tensors, blob, sparse_view=True) for p in programs]
     leads = [i for i, p in enumerate(programs) if p.get("lead") is True]
-    _require(len(leads) == (1 if programs else 0) and all(programs[i].get("dense") is True for i in leads),
-             "a launch needs exactly one lead program, run densely")
-    lifts = []
-    for p, c in zip(programs, counts):
-        if p.get("dense") is True:
-            lifts.append(DenseLift(count_program(p, tensors, blob), c))
-        else:
-            _require(same_counts(c, counts[leads[0]]), "a program whose sparse counts differ from the lead's "
-                     "was not counted densely")
-            lifts.append(None)
-    for i, (p, c) in enumerate(zip(programs, counts)):      # lifted only once every decision is made
-        (lifts[i] or lifts[leads[0]]).apply(c)
-        # anchors are compared among programs run alike: a dense run's trips followed each other, so its
-        # carried state (an advanced pointer) differs from a sparse run's, and the lead ran more trips
-        c.run_kind = "lead" if i == leads[0] else "dense" if p.get("dense") is True else "sparse"
+    _require(len(leads) == (1 if programs else 0), "a launch needs exactly one lead program")
+    if not dense:               # provisional: what the driver asked for, whatever the child claims
+        _require(not any(p.get("dense") is True for p in programs), "a provisional trace ran a program densely")
+    else:
+        _require(all(programs[i].get("dense") is True for i in leads), "the lead program was not run densely")
+        lifts = []
+        for p, c in zip(programs, counts):
+            if p.get("dense") is True:
+                lifts.append(DenseLift(count_program(p, tensors, blob), c))
+            else:
+                _require(same_counts(c, counts[leads[0]]), "a program whose sparse counts differ from the lead's "
+                         "was not counted densely")
+                lifts.append(None)
+        for i, (p, c) in enumerate(zip(programs, counts)):      # lifted only once every decision is made
+            (lifts[i] or lifts[leads[0]]).apply(c)
+            # anchors are compared among programs run alike: a dense run's trips followed each other, so its
+            # carried state (an advanced pointer) differs from a sparse run's, and the lead ran more trips
+            c.run_kind = "lead" if i == leads[0] else "dense" if p.get("dense") is True else "sparse"
     weights = program_weights(sampled, num_programs) if sampled else []
     # the census: more planned work in the grid than the traced programs stand for scales their counts
     traced_work = float(sum(w * (1.0 + c.loop_trips) for w, c in zip(weights, counts)))
     try:
-        census = judge_census(record.get("census"), num_programs, len(sampled), traced_work)
+        census = judge_census(record.get("census"), num_programs, len(sampled), traced_work) if dense else Census()
     except CensusError as exc:
         raise MalformedTrace(str(exc)) from None
     spread_weights, weights = weights, [w * census.scale for w in weights]
@@ -388,10 +392,11 @@ def build_launch_trace(record: dict[str, Any], blob: BlobReader) -> LaunchTrace:
         signature=record.get("signature") if isinstance(record.get("signature"), dict) else None)
 
 
-def build_config_trace(record: dict[str, Any], blob: BlobReader) -> ConfigTrace:
-    """One :class:`ConfigTrace` from a child's (shape, config) record; raises MalformedTrace."""
+def build_config_trace(record: dict[str, Any], blob: BlobReader, dense: bool = True) -> ConfigTrace:
+    """One :class:`ConfigTrace` from a child's (shape, config) record; raises MalformedTrace.
+    ``dense=False``: the driver asked for a provisional trace (sparse loop plans only)."""
     try:
-        launches = [build_launch_trace(l, blob) for l in record["launches"]]
+        launches = [build_launch_trace(l, blob, dense) for l in record["launches"]]
         arms = record.get("arms", [])
         _require(isinstance(arms, list) and all(isinstance(a, str) for a in arms), "the branch arms are malformed")
         fills = record.get("zero_fills", [])
@@ -400,7 +405,7 @@ def build_config_trace(record: dict[str, Any], blob: BlobReader) -> ConfigTrace:
         return ConfigTrace(shape_index=int(record["shape_index"]), shape=dict(record["shape"]),
                            config=dict(record["config"]), launches=launches,
                            seconds=float(record.get("seconds", 0.0)), arms=list(arms),
-                           zero_fill_bytes=[float(b) for b in fills])
+                           zero_fill_bytes=[float(b) for b in fills], provisional=not dense)
     except (KeyError, TypeError, ValueError, IndexError, ChannelError, AttributeError) as exc:
         raise MalformedTrace(f"{type(exc).__name__}: {exc}") from None
 

@@ -1,0 +1,86 @@
+"""Lazy dense traces (docs/verifier.md): configs are ranked on provisional (sparse-plan) traces and only
+the picked ones are traced densely; what is provisional is the driver's decision, never the child's."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelfoundry import REPO_DIR
+from kernelfoundry.candidate import config_key
+from kernelfoundry.evaluate import inprocess, pipeline
+from kernelfoundry.evaluate.trace.counts import MalformedTrace, build_config_trace
+from kernelfoundry.task import load_task
+
+SOFTMAX = REPO_DIR / "experiments/tasks/softmax.yaml"
+NAIVE = (REPO_DIR / "experiments/tasks/kernels/softmax_naive.py").read_text()
+CHEAT = REPO_DIR / "tests/adversarial/softmax/rare_heavy_stats_pass.py"
+
+
+@pytest.fixture(scope="module")
+def softmax():
+    return load_task(SOFTMAX)
+
+
+def _raw_trace(task, source, dense):
+    payload = {**inprocess._payload(source, task, None, None, 0), "kind": "trace", "trace_programs": 4,
+               "dense": dense}
+    result, blob = inprocess._run(payload)
+    assert result["trace"]["error"] is None
+    return result["trace"]["traces"][0], blob
+
+
+def test_the_judge_holds_the_child_to_the_kind_of_trace_the_driver_asked_for(softmax):
+    sparse, sparse_blob = _raw_trace(softmax, NAIVE, dense=False)
+    dense, dense_blob = _raw_trace(softmax, NAIVE, dense=True)
+    provisional = build_config_trace(sparse, sparse_blob, dense=False)
+    full = build_config_trace(dense, dense_blob, dense=True)
+    assert provisional.provisional and not full.provisional
+    assert not any(p.get("dense") for launch in sparse["launches"] for p in launch["programs"])
+    # an honest loop does equal work on every trip: the sparse plan counts what the dense run counts
+    for a, b in zip(provisional.launches, full.launches):
+        assert a.load_bytes == pytest.approx(b.load_bytes, rel=1e-9)
+        assert a.store_bytes == pytest.approx(b.store_bytes, rel=1e-9)
+        assert a.elementwise_ops == pytest.approx(b.elementwise_ops, rel=1e-9)
+    # a child that ran a program densely where a provisional trace was asked for, or that skipped the
+    # dense lead where a dense one was asked for, returns a malformed trace
+    with pytest.raises(MalformedTrace, match="provisional trace ran a program densely"):
+        build_config_trace(dense, dense_blob, dense=False)
+    with pytest.raises(MalformedTrace, match="lead program was not run densely"):
+        build_config_trace(sparse, sparse_blob, dense=True)
+
+
+def _verify(task, source, lazy, monkeypatch):
+    monkeypatch.setattr(pipeline, "LAZY_DENSE_TRACES", lazy)
+    monkeypatch.setattr(pipeline, "LAZY_MIN_CONFIGS", 2)
+    return pipeline.verify(task, source, seed=0, compile=False)
+
+
+@pytest.mark.slow
+def test_only_the_picked_configs_are_traced_densely_and_the_verdict_is_the_same(softmax, monkeypatch):
+    source = NAIVE.replace('"BLOCK_N": [256, 512]', '"BLOCK_N": [256, 512, 1024, 2048]')
+    assert source != NAIVE
+    lazy = _verify(softmax, source, True, monkeypatch)
+    eager = _verify(softmax, source, False, monkeypatch)
+    assert lazy.passed and eager.passed
+    assert lazy.objective == pytest.approx(eager.objective, rel=1e-9)
+    assert lazy.descriptors == eager.descriptors
+    picked = {config_key({k: v for k, v in hw.best_params.items() if k == "BLOCK_N"})
+              for hw in lazy.hardware.values()}
+    dense = {config_key(t.config) for t in lazy.traces if not t.provisional}
+    assert picked <= dense, "a picked config kept a provisional trace"
+    assert any(t.provisional for t in lazy.traces), "every config was traced densely"
+    assert not any(t.provisional for t in eager.traces)
+    trace_gate = next(g for g in lazy.gates if g.name == "trace")
+    assert trace_gate.details["densified"] == len(dense)
+
+
+@pytest.mark.slow
+def test_work_hidden_on_rare_trips_is_counted_as_if_everything_were_dense(softmax, monkeypatch):
+    """The cheat looks cheaper on its provisional traces, so it is picked, traced densely and scored
+    as the dense-everything verifier scores it."""
+    source = CHEAT.read_text()
+    lazy = _verify(softmax, source, True, monkeypatch)
+    eager = _verify(softmax, source, False, monkeypatch)
+    assert (lazy.passed, lazy.gate) == (eager.passed, eager.gate) == (True, None)
+    assert lazy.objective == pytest.approx(eager.objective, rel=1e-9)
+    assert next(g for g in lazy.gates if g.name == "trace").details["densified"] >= 1
