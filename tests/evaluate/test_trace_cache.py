@@ -97,3 +97,16 @@ def test_the_trace_poisons_small_scratch_so_a_config_cannot_see_the_one_before()
         small, big = torch.empty(3000, dtype=torch.int32), torch.empty(POISON_MAX_BYTES // 4 + 1)
     assert (small == torch.iinfo(torch.int32).max).all()
     assert not torch.isnan(big[:1024]).any()            # left as mapped: gigabytes would be committed
+
+
+def test_a_dense_trace_replaces_a_provisional_one_and_never_the_reverse(tmp_path):
+    path = tmp_path / "traces.sqlite"
+    cache = TraceCache(path)
+    config = {"BLOCK": 256}
+    cache.put("ctx", config, [{"shape_index": 0, "provisional": True}])
+    cache.put("ctx", config, [{"shape_index": 0, "provisional": False}])
+    cache.put("ctx", config, [{"shape_index": 0, "provisional": True}])
+    assert cache.get("ctx", config) == [{"shape_index": 0, "provisional": False}]
+    cache.close()
+    reopened = TraceCache(path)
+    assert reopened.get("ctx", config) == [{"shape_index": 0, "provisional": False}]

@@ -13,7 +13,8 @@ blanked, every node's line and column kept, so the trace's line-numbered branch 
 match) and the config with its value types, and
 a candidate whose code could read its own PARAMS (``code_text`` is None) is never
 cached.  Only complete, successful traces are stored: a failure or a timeout is traced
-again.  ``VERDICT_FORMAT`` is part of the key, so a verifier change invalidates it.
+again.  A provisional trace (sparse plans only: docs/verifier.md, "Lazy dense traces") is stored
+too and is replaced by the config's dense trace once the model picks it.  ``VERDICT_FORMAT`` is part of the key, so a verifier change invalidates it.
 
 SQLite in WAL mode (the run's workers share one file in the run directory), with an
 in-memory dict in front; without a usable path (a worker on a node without the run
@@ -90,10 +91,16 @@ class TraceCache:
 
     def put(self, context: str, config: dict[str, Any], traces: list[dict[str, Any]]) -> None:
         key = self.key(context, config)
+        provisional = any(t.get("provisional") for t in traces)
+        known = self.memory.get(key)
+        if provisional and known is not None and not any(t.get("provisional") for t in known):
+            return
         self._remember(key, traces)
         if self.conn is not None:
             blob = zlib.compress(json.dumps(traces, sort_keys=True).encode())
-            self.conn.execute("INSERT OR IGNORE INTO traces (key, traces, created_at) VALUES (?, ?, ?)",
+            # a dense trace replaces a provisional one; a provisional one never replaces anything
+            verb = "IGNORE" if provisional else "REPLACE"
+            self.conn.execute(f"INSERT OR {verb} INTO traces (key, traces, created_at) VALUES (?, ?, ?)",
                               (key, blob, time.time()))
 
     def _remember(self, key: str, traces: list[dict[str, Any]]) -> None:
