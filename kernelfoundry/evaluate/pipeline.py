@@ -127,6 +127,17 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
     context = code_context(source, base["task"], base["hints"], seed, trace_programs) if trace_cache else None
     cached = {i: trace_cache.get(context, c) for i, c in enumerate(configs)} if context else {}
     to_trace = [c for i, c in enumerate(configs) if cached.get(i) is None]
+    # a config whose planned check runs all passed in this code context (a PARAMS-only sibling's) is not
+    # checked again; the confirm gate still reads what those runs covered
+    by_config: dict[str, list[dict[str, Any]]] = {}
+    for run in plan:
+        by_config.setdefault(config_key(run["config"]), []).append(run)
+    checked: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+    for key, runs in by_config.items() if context else ():
+        kept = trace_cache.get_checks(trace_cache.checks_key(context, runs))
+        if isinstance(kept, list) and len(kept) == len(runs):
+            checked[key] = (runs, kept)
+    to_check = [r for r in plan if config_key(r["config"]) not in checked]
     # Several configs to trace: provisional (sparse) traces rank them, and only the configs the model
     # picks are traced densely (docs/verifier.md, "Lazy dense traces"); one or two are dense at once.
     dense = len(to_trace) < LAZY_MIN_CONFIGS or not LAZY_DENSE_TRACES
@@ -137,14 +148,15 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
                                                               "kernel_configs": to_trace, "dense": dense},
                                 limits, mode=mode, extra_files=(DATA_FILE,), cancel=cancel) if to_trace else None
         try:
-            outcome = run_sandboxed(CHILD_MODULE, {**base, "kind": "check", "runs": plan, "probe_configs": configs},
+            outcome = run_sandboxed(CHILD_MODULE, {**base, "kind": "check", "runs": to_check, "probe_configs": configs},
                                     limits, mode=mode, extra_files=(DATA_FILE,))
             load, report = read_job(outcome, "check")
             gates += load
             if not gates[-1].passed:
                 return stop()
-            correctness = judge_checks(task, plan, report["check"], outcome, seed=seed)
+            correctness = judge_checks(task, to_check, report["check"], outcome, seed=seed)
             correctness.seconds += outcome.wall_s              # the check job, then its judgement
+            correctness.details["cached_runs"] = len(plan) - len(to_check)
             gates.append(correctness)
             if not correctness.passed:
                 return stop()
@@ -154,7 +166,14 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
                 cancel.set()
                 _settle(trace_job)
     probes = report["check"].get("probes")
-    records = list(zip(plan, report["check"].get("runs", [])))
+    records = list(zip(to_check, report["check"].get("runs", [])))
+    if context:
+        for key, runs in by_config.items():
+            if key not in checked:
+                kept = [{"arms": r.get("arms"), "kernels": r.get("kernels")} for p, r in records
+                        if config_key(p["config"]) == key and isinstance(r, dict)]
+                trace_cache.put_checks(trace_cache.checks_key(context, runs), kept)
+    records += [pair for runs, kept in checked.values() for pair in zip(runs, kept)]
     gate, traces = GateResult(name="trace", passed=True, details={"traces": 0, "seconds": []}), []
     if traced is not None:
         load, report = read_job(traced, "trace")

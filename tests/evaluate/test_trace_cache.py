@@ -110,3 +110,27 @@ def test_a_dense_trace_replaces_a_provisional_one_and_never_the_reverse(tmp_path
     cache.close()
     reopened = TraceCache(path)
     assert reopened.get("ctx", config) == [{"shape_index": 0, "provisional": False}]
+
+
+def test_a_params_only_sibling_runs_only_its_new_configs_checks(relu, tmp_path):
+    """A hint added keeps every planned check run (cached); a block size appended runs the new config's."""
+    cache = TraceCache(tmp_path / "traces.sqlite")
+    first = verify(relu, SEED, ["h100"], seed=verify_seed(SEED), trace_cache=cache, compile=False)
+    gate = next(g for g in first.gates if g.name == "correctness")
+    assert first.passed and gate.details["cached_runs"] == 0
+    hinted = SEED.replace(PARAMS, 'PARAMS = {"BLOCK": [256, 512], "num_warps": [4, 8], "num_stages": [1]}')
+    again = verify(relu, hinted, ["h100"], seed=verify_seed(hinted), trace_cache=cache, compile=False)
+    fresh = verify(relu, hinted, ["h100"], seed=verify_seed(hinted), compile=False)
+    gate = next(g for g in again.gates if g.name == "correctness")
+    assert gate.details["cached_runs"] == gate_runs(first) and gate.details["runs"] == 0
+    assert again.passed and fresh.passed and again.objective == fresh.objective
+    assert [g.name for g in again.gates] == [g.name for g in fresh.gates]          # the confirm gate ran too
+    grown = SEED.replace(PARAMS, 'PARAMS = {"BLOCK": [256, 512, 1024], "num_warps": [4], "num_stages": [1]}')
+    third = verify(relu, grown, ["h100"], seed=verify_seed(grown), trace_cache=cache, compile=False)
+    gate = next(g for g in third.gates if g.name == "correctness")
+    assert third.passed and gate.details["cached_runs"] == gate_runs(first)
+    assert gate.details["runs"] == len(relu.check_shapes) and gate.details["configs"] == 1
+
+
+def gate_runs(result) -> int:
+    return next(g for g in result.gates if g.name == "correctness").details["runs"]

@@ -83,6 +83,8 @@ def run_job(payload: dict[str, Any], data_path: Path | str) -> dict[str, Any]:
             report_progress("correctness")
             result["check"] = run_checks(loaded, task, payload["runs"], seed=seed, hints=hints, blob=blob,
                                          timeout=timeout)
+        if kind == "check" and "check" not in result:          # every run was cached: the probes only
+            result["check"] = {"runs": [], "failed_run": None, "error": None}
         if kind == "check" and payload.get("probe_configs") and (result.get("check") or {}).get("error") is None:
             from .run_checks import probe_grids
             result["check"]["probes"] = probe_grids(loaded, task, _configs({"kernel_configs": payload[

@@ -1,4 +1,5 @@
-"""Traces of one kernel config, kept for the next candidate that differs only in PARAMS.
+"""Traces and passed check runs of one kernel config, kept for the next candidate that differs only
+in PARAMS.
 
 Most edits of a search change PARAMS alone (a block size added, a list narrowed); the
 trace, the verifier's costliest gate, was redone for every config of such a candidate.
@@ -15,6 +16,11 @@ a candidate whose code could read its own PARAMS (``code_text`` is None) is neve
 cached.  Only complete, successful traces are stored: a failure or a timeout is traced
 again.  A provisional trace (sparse plans only: docs/verifier.md, "Lazy dense traces") is stored
 too and is replaced by the config's dense trace once the model picks it.  ``VERDICT_FORMAT`` is part of the key, so a verifier change invalidates it.
+
+Check runs are kept the same way (``checks``): a config's planned runs, keyed by the code context
+and the runs themselves (shapes, value profiles, call numbers, program-order seeds), once they all
+passed; what is kept is what the confirm gate reads of them (branch arms, launched kernels).  A
+PARAMS-only sibling (a hint added, a block size appended) runs only its new configs' checks.
 
 SQLite in WAL mode (the run's workers share one file in the run directory), with an
 in-memory dict in front; without a usable path (a worker on a node without the run
@@ -39,6 +45,11 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS traces (
     key TEXT PRIMARY KEY,
     traces BLOB NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS checks (
+    key TEXT PRIMARY KEY,
+    runs BLOB NOT NULL,
     created_at REAL NOT NULL
 );
 """
@@ -75,14 +86,19 @@ class TraceCache:
         """Types kept: 1024 and "1024" are different configs (``config_key`` reads them alike)."""
         return f"{context}:" + json.dumps(sorted(config.items()), separators=(",", ":"))
 
-    def get(self, context: str, config: dict[str, Any]) -> list[dict[str, Any]] | None:
-        key = self.key(context, config)
+    def _read(self, table: str, key: str) -> list[dict[str, Any]] | None:
+        """*key*'s entry: from memory, else from *table* of the file (then remembered)."""
         found = self.memory.get(key)
         if found is None and self.conn is not None:
-            row = self.conn.execute("SELECT traces FROM traces WHERE key = ?", (key,)).fetchone()
+            column = {"traces": "traces", "checks": "runs"}[table]
+            row = self.conn.execute(f"SELECT {column} FROM {table} WHERE key = ?", (key,)).fetchone()
             if row is not None:
                 found = json.loads(zlib.decompress(row[0]))
                 self._remember(key, found)
+        return found
+
+    def get(self, context: str, config: dict[str, Any]) -> list[dict[str, Any]] | None:
+        found = self._read("traces", self.key(context, config))
         if found is None:
             self.misses += 1
         else:
@@ -101,6 +117,24 @@ class TraceCache:
             # a dense trace replaces a provisional one; a provisional one never replaces anything
             verb = "IGNORE" if provisional else "REPLACE"
             self.conn.execute(f"INSERT OR {verb} INTO traces (key, traces, created_at) VALUES (?, ?, ?)",
+                              (key, blob, time.time()))
+
+    @staticmethod
+    def checks_key(context: str, runs: list[dict[str, Any]]) -> str:
+        """One config's planned check runs (shapes, profiles, call numbers, order seeds) in a code context."""
+        plan = json.dumps(runs, sort_keys=True, separators=(",", ":"), default=str)
+        return f"{context}:checks:" + hashlib.sha256(plan.encode()).hexdigest()[:40]
+
+    def get_checks(self, key: str) -> list[dict[str, Any]] | None:
+        """What the judge keeps of one config's passed check runs (their branch arms and launched kernels),
+        or None: they were never run and passed in this context."""
+        return self._read("checks", key)
+
+    def put_checks(self, key: str, records: list[dict[str, Any]]) -> None:
+        self._remember(key, records)
+        if self.conn is not None:
+            blob = zlib.compress(json.dumps(records, sort_keys=True).encode())
+            self.conn.execute("INSERT OR IGNORE INTO checks (key, runs, created_at) VALUES (?, ?, ?)",
                               (key, blob, time.time()))
 
     def _remember(self, key: str, traces: list[dict[str, Any]]) -> None:
