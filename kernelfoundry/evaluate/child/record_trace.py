@@ -213,8 +213,8 @@ class TraceSession(Session):
         self._wave_targets = wave_targets([p.pop("_firsts") for p in programs])
         wave = self._wave(ctx) if self._wave_targets else {"programs": 0, "anchors": self.blob.put(
             np.zeros((0, 4), dtype=np.int64))}
-        # a provisional trace runs no census: the census only ever scales counts up, so a provisional
-        # figure stays a lower bound, and the config is traced again in full if the model picks it
+        # a provisional trace runs no census (the census only ever scales counts up): the config is
+        # traced again in full, census included, if the model picks it
         pids = census_pids(ctx.num_programs, len(sampled), self.rng, self._has_loops) if self.dense else []
         census = run_census(pids, lambda pid: self._census_program(ctx, pid), self._has_loops)
         self.launches.append({"kernel": ctx.kernel, "grid": list(ctx.grid), "num_programs": ctx.num_programs,
