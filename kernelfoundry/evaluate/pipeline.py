@@ -127,16 +127,8 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
     context = code_context(source, base["task"], base["hints"], seed, trace_programs) if trace_cache else None
     cached = {i: trace_cache.get(context, c) for i, c in enumerate(configs)} if context else {}
     to_trace = [c for i, c in enumerate(configs) if cached.get(i) is None]
-    # a config whose planned check runs all passed in this code context (a PARAMS-only sibling's) is not
-    # checked again; the confirm gate still reads what those runs covered
-    by_config: dict[str, list[dict[str, Any]]] = {}
-    for run in plan:
-        by_config.setdefault(config_key(run["config"]), []).append(run)
-    checked: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
-    for key, runs in by_config.items() if context else ():
-        kept = trace_cache.get_checks(trace_cache.checks_key(context, runs))
-        if isinstance(kept, list) and len(kept) == len(runs):
-            checked[key] = (runs, kept)
+    by_config = _runs_by_config(plan)
+    checked = _passed_checks(trace_cache, context, by_config) if context else {}
     to_check = [r for r in plan if config_key(r["config"]) not in checked]
     # Several configs to trace: provisional (sparse) traces rank them, and only the configs the model
     # picks are traced densely (docs/verifier.md, "Lazy dense traces"); one or two are dense at once.
@@ -168,11 +160,7 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
     probes = report["check"].get("probes")
     records = list(zip(to_check, report["check"].get("runs", [])))
     if context:
-        for key, runs in by_config.items():
-            if key not in checked:
-                kept = [{"arms": r.get("arms"), "kernels": r.get("kernels")} for p, r in records
-                        if config_key(p["config"]) == key and isinstance(r, dict)]
-                trace_cache.put_checks(trace_cache.checks_key(context, runs), kept)
+        _keep_checks(trace_cache, context, by_config, checked, records)
     records += [pair for runs, kept in checked.values() for pair in zip(runs, kept)]
     gate, traces = GateResult(name="trace", passed=True, details={"traces": 0, "seconds": []}), []
     if traced is not None:
@@ -186,8 +174,7 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
             return stop()
         gate, traces = judge_trace(report["trace"], traced, to_trace, len(task.target_shapes), dense=dense)
     if context and gate.passed:
-        for config in to_trace:
-            trace_cache.put(context, config, [t.to_dict() for t in traces if t.config == config])
+        _keep_traces(trace_cache, context, to_trace, traces)
     gate.details["cached_configs"] = len(configs) - len(to_trace)
     traces = _in_config_order(traces + [ConfigTrace.from_dict(d) for i in sorted(cached) if cached[i]
                                         for d in cached[i]], configs)
@@ -212,8 +199,7 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
             return failed[-1], []
         dense_gate, dense_traces = judge_trace(result["trace"], job, todo, len(task.target_shapes), dense=True)
         if context and dense_gate.passed:
-            for config in todo:
-                trace_cache.put(context, config, [t.to_dict() for t in dense_traces if t.config == config])
+            _keep_traces(trace_cache, context, todo, dense_traces)
         return dense_gate, dense_traces
 
     confirm = {"task": task, "traces": traces, "probes": probes, "spanned": [], "records": records,
@@ -222,6 +208,40 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
                               seconds_so_far=time.perf_counter() - start,
                               compile_with={"source": source, "top_k": compile_top_k, "cache": compile_cache}
                               if compile else None, confirm_with=confirm, densify=densify)
+
+
+def _runs_by_config(plan: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    by_config: dict[str, list[dict[str, Any]]] = {}
+    for run in plan:
+        by_config.setdefault(config_key(run["config"]), []).append(run)
+    return by_config
+
+
+def _passed_checks(cache: Any, context: str, by_config: dict[str, list[dict[str, Any]]]
+                   ) -> dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+    """Configs whose planned check runs all passed in this code context (a PARAMS-only sibling's): their
+    runs and what was kept of them (the confirm gate still reads what those runs covered)."""
+    checked = {}
+    for key, runs in by_config.items():
+        kept = cache.get_checks(cache.checks_key(context, runs))
+        if isinstance(kept, list) and len(kept) == len(runs):
+            checked[key] = (runs, kept)
+    return checked
+
+
+def _keep_checks(cache: Any, context: str, by_config: dict[str, list[dict[str, Any]]], checked: dict[str, Any],
+                 records: list[tuple[dict[str, Any], Any]]) -> None:
+    """Keep the branch arms and kernels of every newly passed config's check runs."""
+    for key, runs in by_config.items():
+        if key not in checked:
+            kept = [{"arms": r.get("arms"), "kernels": r.get("kernels")} for p, r in records
+                    if config_key(p["config"]) == key and isinstance(r, dict)]
+            cache.put_checks(cache.checks_key(context, runs), kept)
+
+
+def _keep_traces(cache: Any, context: str, configs: list[dict[str, Any]], traces: list[ConfigTrace]) -> None:
+    for config in configs:
+        cache.put(context, config, [t.to_dict() for t in traces if t.config == config])
 
 
 def _in_config_order(traces: list[ConfigTrace], configs: list[dict[str, Any]]) -> list[ConfigTrace]:

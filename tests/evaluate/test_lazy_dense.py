@@ -3,13 +3,17 @@ the picked ones are traced densely; what is provisional is the driver's decision
 
 from __future__ import annotations
 
-import pytest
+import os
 
-from kernelfoundry import REPO_DIR
-from kernelfoundry.candidate import config_key
-from kernelfoundry.evaluate import inprocess, pipeline
-from kernelfoundry.evaluate.trace.counts import MalformedTrace, build_config_trace
-from kernelfoundry.task import load_task
+os.environ["TRITON_INTERPRET"] = "1"   # before anything imports triton: one trace runs in this process
+
+import pytest  # noqa: E402
+
+from kernelfoundry import REPO_DIR  # noqa: E402
+from kernelfoundry.candidate import config_key  # noqa: E402
+from kernelfoundry.evaluate import inprocess, pipeline  # noqa: E402
+from kernelfoundry.evaluate.trace.counts import MalformedTrace, build_config_trace  # noqa: E402
+from kernelfoundry.task import load_task  # noqa: E402
 
 SOFTMAX = REPO_DIR / "experiments/tasks/softmax.yaml"
 NAIVE = (REPO_DIR / "experiments/tasks/kernels/softmax_naive.py").read_text()
