@@ -423,6 +423,10 @@ def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, l
         gates.append(compiled)
         if not compiled.passed:
             return fail(compiled.reason, gate="compile")
+        why = implausible_scores(score.hardware)   # the compile gate re-scored: the cap holds for what is kept
+        if why:
+            model.passed, model.reason = False, why
+            return done(passed=False, gate="model", reason=why)
     model.reason, model.details = str(score.feedback), {"best_configs": list(score.best_configs)}
     if confirm_with is not None:
         from .judge.confirm import confirm_gate

@@ -72,3 +72,22 @@ def test_compiled_registers_and_shared_memory_replace_the_estimates():
     unknown = CompiledArrays(*(np.array([[np.nan]]) for _ in range(3)))
     same = occupancy(hw, **common, compiled=unknown)
     assert same.resident[0, 0] == estimated.resident[0, 0] and same.smem_bytes[0, 0] == estimated.smem_bytes[0, 0]
+
+
+def test_the_speed_of_light_cap_holds_after_the_compile_gate_rescores(monkeypatch, cache_dir):
+    """The compile gate re-scores with the compiler's figures; a re-score past 105% of speed of
+    light (work the trace missed, seen only once occupancy changed) fails at the model gate."""
+    import dataclasses
+
+    from kernelfoundry.evaluate.judge import compile_gate as gate_module
+    from kernelfoundry.records import GateResult
+
+    def inflated(source, task, traces, space, hardware, score, **kw):
+        hw = {name: dataclasses.replace(s, sol_fraction=1.64) for name, s in score.hardware.items()}
+        return GateResult(name="compile", passed=True), dataclasses.replace(score, hardware=hw), {}
+
+    monkeypatch.setattr(gate_module, "compile_gate", inflated)
+    r = verify(MATMUL, MATMUL.seeds[0].read_text(), ["h100"], compile_cache=cache_dir)
+    assert (r.passed, r.gate) == (False, "model"), r.reason
+    assert "164% of h100's speed of light" in r.reason
+    assert next(g for g in r.gates if g.name == "model").passed is False

@@ -256,6 +256,11 @@ def test_dots_are_scored_at_the_precision_their_operands_were_loaded_at():
     assert set(honest.launches[0].dot_flops) == {"fp32"}
     assert set(casted.launches[0].dot_flops) == {"fp32"}
     assert casted.launches[0].dot_flops["fp32"] == pytest.approx(honest.launches[0].dot_flops["fp32"])
+    # an int8 dot (fed by a quantising cast) of fp32 data is an fp32 dot too, not one at the int8 rate
+    quant = _edit(source, ("acc += tl.dot(a, b)", "acc += tl.dot(a.to(tl.int8), b.to(tl.int8)).to(tl.float32)"))
+    (int8,) = trace(quant, task, [{"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "BLOCK": 256}])
+    assert set(int8.launches[0].dot_flops) == {"fp32"}
+    assert int8.launches[0].dot_flops["fp32"] == pytest.approx(honest.launches[0].dot_flops["fp32"])
 
 
 def test_trace_inputs_hold_real_values():

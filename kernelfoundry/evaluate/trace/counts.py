@@ -35,6 +35,8 @@ _LOAD_BYTES, _STORE_BYTES, _LOAD_SECTORS, _STORE_SECTORS, _UNIQUE_LOAD, _UNIQUE_
 RANK_DTYPE = {1: "fp8", 2: "fp16", 3: "fp32", 4: "fp64"}
 DTYPE_RANK = {"fp8e4nv": 1, "fp8e5": 1, "fp8e4b15": 1, "fp8e4b8": 1, "fp8e5b16": 1, "fp16": 2, "bf16": 2,
               "fp32": 3, "fp64": 4}
+#: 8-bit integer dot operands rank with fp8: an int8 dot on data loaded as fp16/fp32 is scored at that rate.
+INT_DOT_RANK = {"int8": 1, "uint8": 1}
 OP_KINDS = ("elementwise", "transcendental", "reduction")
 
 
@@ -181,8 +183,9 @@ def count_program(record: dict[str, Any], tensors: list[dict[str, Any]], blob: B
         _require(all(isinstance(v, int) and v >= 0 for v in (m, n, k, batch, loaded_rank, operand_bytes))
                  and isinstance(trip, int) and 0 <= trip < len(weights), "a dot record is malformed")
         flops = 2.0 * m * n * k * batch * weights[trip]
-        rank = max(DTYPE_RANK.get(str(dtype), 3), loaded_rank)      # the precision its operands were loaded at
-        scored = RANK_DTYPE.get(rank, "fp32") if rank > DTYPE_RANK.get(str(dtype), 3) else str(dtype)
+        own = DTYPE_RANK.get(str(dtype), INT_DOT_RANK.get(str(dtype), 3))
+        rank = max(own, loaded_rank)                                # the precision its operands were loaded at
+        scored = RANK_DTYPE.get(rank, "fp32") if rank > own else str(dtype)
         if scored == "fp32" and precision == "ieee":                # fp32 FMAs on the vector units
             counts.ops["elementwise"] += flops
             if grouped:
