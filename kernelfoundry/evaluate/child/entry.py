@@ -37,12 +37,14 @@ from ...harness.payload import DEFAULT_TRACE_PROGRAMS
 
 
 def ensure_interpreter() -> None:
-    """Turn on Triton's interpreter before triton is imported; fail clearly if it is too late."""
+    """Turn on Triton's interpreter before triton is imported (fail clearly if it is too late), with libdevice."""
     os.environ["TRITON_INTERPRET"] = "1"
     import triton
     if not triton.knobs.runtime.interpret:
         raise RuntimeError("Triton's interpreter is off although TRITON_INTERPRET=1 is set (triton.knobs."
                            "runtime.interpret was overridden); the checks need the interpreter.")
+    from .libdevice import install
+    install()
 
 
 def _configs(payload: dict[str, Any], space: dict[str, list[Any]]) -> list[dict[str, Any]]:

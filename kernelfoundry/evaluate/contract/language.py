@@ -59,15 +59,29 @@ TL_MEMBERS = frozenset({
 TL_MATH_MEMBERS = frozenset({"abs", "ceil", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "floor", "fma",
                              "log", "log2", "rsqrt", "sin", "sqrt", "sqrt_rn", "umulhi"})
 TL_EXTRA_MEMBERS = frozenset({"libdevice"})
+_ROUNDINGS = ("_rn", "_rz", "_rd", "_ru")
+#: The libdevice functions the verifier's interpreter computes (evaluate/child/libdevice.py): the float
+#: math library.  Bit casts, integer conversions and bit tricks (clz, popc, byte_perm...) are refused.
+LIBDEVICE_INTERPRETED = frozenset({
+    "abs", "floor", "ceil", "trunc", "rint", "nearbyint", "round", "saturatef", "copysign", "fdim", "nextafter",
+    "isnan", "isinf", "finitef", "isfinited", "signbit", "hadd", "fmod", "remainder",
+    "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "cbrt", "rcbrt",
+    "sin", "cos", "tan", "sinpi", "cospi", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh",
+    "acosh", "atanh", "hypot", "rhypot", "norm3d", "norm4d", "rnorm3d", "rnorm4d",
+    "erf", "erfc", "erfinv", "erfcinv", "erfcx", "normcdf", "normcdfinv", "lgamma", "tgamma",
+    "j0", "j1", "y0", "y1", "cyl_bessel_i0", "cyl_bessel_i1",
+    "pow", "fast_powf", "fast_expf", "fast_exp10f", "fast_logf", "fast_log2f", "fast_log10f", "fast_sinf",
+    "fast_cosf", "fast_tanf", "fast_dividef", "fma", "rsqrt_rn",
+    *(f"{op}{r}" for op in ("fma", "add", "sub", "mul", "div", "rcp", "sqrt") for r in _ROUNDINGS),
+})
 TYPING_MEMBERS = frozenset({"Any", "Optional", "Union", "Tuple", "List", "Dict", "Sequence", "Callable",
                             "Iterable", "Literal", "Final"})
 TENSOR_DESCRIPTOR_MEMBERS = frozenset({"TensorDescriptor"})
 #: Members of the other modules; ``None``: every public member (``math`` is pure arithmetic),
-#: ``"libdevice"``: every function of Triton's libdevice wrapper (resolved in the installed Triton).
-MODULE_MEMBERS: dict[str, frozenset[str] | str | None] = {
+MODULE_MEMBERS: dict[str, frozenset[str] | None] = {
     "torch": TORCH_MEMBERS, "triton": TRITON_MEMBERS, "triton.language": TL_MEMBERS,
     "triton.language.math": TL_MATH_MEMBERS, "triton.language.extra": TL_EXTRA_MEMBERS,
-    "triton.language.extra.libdevice": "libdevice", "math": None, "typing": TYPING_MEMBERS,
+    "triton.language.extra.libdevice": LIBDEVICE_INTERPRETED, "math": None, "typing": TYPING_MEMBERS,
     "triton.tools": frozenset({"tensor_descriptor"}),
     "triton.tools.tensor_descriptor": TENSOR_DESCRIPTOR_MEMBERS,
 }

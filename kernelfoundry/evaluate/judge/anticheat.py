@@ -17,9 +17,7 @@ from __future__ import annotations
 import ast
 import builtins
 import time
-import types
 from dataclasses import dataclass
-from functools import lru_cache
 
 from ...ast_safe import parse as safe_parse
 from ...candidate import HINT_PARAMS, ParamSpaceError, parse_param_space
@@ -86,14 +84,6 @@ def dotted(node: ast.AST) -> str | None:
     return None
 
 
-@lru_cache(maxsize=1)
-def libdevice_functions() -> frozenset[str]:
-    """The public functions of the installed Triton's libdevice wrapper (modules and classes excluded)."""
-    import triton.language.extra.libdevice as libdevice
-    return frozenset(n for n in dir(libdevice) if not n.startswith("_")
-                     and callable(getattr(libdevice, n)) and not isinstance(getattr(libdevice, n), (type, types.ModuleType)))
-
-
 def member_allowed(module: str, member: str) -> bool:
     """May ``module.member`` be used (``module`` an allowed module path)?"""
     if member.startswith("_"):
@@ -101,8 +91,6 @@ def member_allowed(module: str, member: str) -> bool:
     allowed = MODULE_MEMBERS.get(module, frozenset())
     if allowed is None:
         return True
-    if allowed == "libdevice":
-        return member in libdevice_functions()
     return member in allowed
 
 
@@ -197,6 +185,9 @@ class ModuleChecker:
         if mod == "triton":
             return ("use PARAMS for tuning; the verifier tunes the parameters itself" if member == "autotune"
                     else "only triton.jit, cdiv, next_power_of_2, heuristics and triton.language are allowed")
+        if mod == "triton.language.extra.libdevice":
+            return ("the verifier's interpreter computes libdevice's float math functions only (erf, tanh, pow, "
+                    "expm1, ...), not bit casts, integer conversions or bit tricks; see docs/candidate_format.md")
         if mod.startswith("triton.language"):
             return ("it is not part of the kernel language this verifier accepts (compiler internals, inline "
                     "assembly and inter-program waiting are refused); see docs/candidate_format.md")
