@@ -46,7 +46,7 @@ _REDUCTIONS = ("sum", "max", "min", "argmax", "argmin", "xor_sum")
 _PASS_THROUGH = ("multiple_of", "max_contiguous", "max_constancy")
 _REFUSED = ("dot", "dot_scaled", "trans", "permute", "reshape", "view", "broadcast_to", "broadcast", "expand_dims",
             "join", "split", "interleave", "cumsum", "cumprod", "associative_scan", "reduce", "sort", "flip",
-            "gather", "histogram", "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor",
+            "gather", "histogram", "make_tensor_descriptor", "load_tensor_descriptor",
             "store_tensor_descriptor", "num_programs", "atomic_add", "atomic_max", "atomic_min", "atomic_cas",
             "atomic_xchg", "atomic_and", "atomic_or", "atomic_xor", "device_print", "static_print", "print",
             "device_assert", "static_assert", "debug_barrier", "inline_asm_elementwise")

@@ -175,6 +175,11 @@ HOSTILE = [
     ("with block", GOOD_LAUNCH.replace("    y = ", "    with torch.no_grad():\n        pass\n    y = "), "statement", "with"),
     ("format string escape", GOOD_LAUNCH.replace("return y", "s = '{0.__class__}'.format(n)\n    return y"), "attribute",
      ".format"),
+    # removed from Triton 3.9 (the interpreter raises NotImplementedError): refused with what to use instead
+    ("block pointer", "@triton.jit\ndef k2(x_ptr, n):\n    p = tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (16,), (0,))\n"
+     + GOOD_LAUNCH, "module-member", "tensor descriptors: use tl.make_tensor_descriptor"),
+    ("block pointer advance", "@triton.jit\ndef k2(x_ptr, p):\n    q = p.advance((16,))\n" + GOOD_LAUNCH,
+     "attribute", "removed from Triton (3.9)"),
 ]
 
 

@@ -46,7 +46,7 @@ TL_MEMBERS = frozenset({
     "erf", "exp", "exp2", "expand_dims", "fdiv", "flip", "float16", "float32", "float64", "bfloat16",
     "float8e4b15", "float8e4b8", "float8e4nv", "float8e5", "float8e5b16", "floor", "fma", "full", "gather",
     "histogram", "int1", "int16", "int32", "int64", "int8", "interleave", "join", "load",
-    "load_tensor_descriptor", "log", "log2", "make_block_ptr", "make_tensor_descriptor", "max",
+    "load_tensor_descriptor", "log", "log2", "make_tensor_descriptor", "max",
     "max_constancy", "max_contiguous", "maximum", "min", "minimum", "mul", "multiple_of", "num_programs",
     "pair_uniform_to_normal", "permute", "philox", "pointer_type", "program_id", "rand", "rand4x",
     "randint", "randint4x", "randn", "randn4x", "range", "ravel", "reduce", "reduce_or", "reshape",
@@ -84,6 +84,13 @@ MODULE_MEMBERS: dict[str, frozenset[str] | None] = {
     "triton.language.extra.libdevice": LIBDEVICE_INTERPRETED, "math": None, "typing": TYPING_MEMBERS,
     "triton.tools": frozenset({"tensor_descriptor"}),
     "triton.tools.tensor_descriptor": TENSOR_DESCRIPTOR_MEMBERS,
+}
+#: Members of triton.language that Triton itself has removed: why, and what to use instead.
+REMOVED_TL_MEMBERS = {
+    "make_block_ptr": "block pointers were removed from Triton (3.9) in favour of tensor descriptors: use "
+                      "tl.make_tensor_descriptor(base, shape, strides, block_shape) and desc.load([m, n])",
+    "advance": "block pointers (and their .advance) were removed from Triton (3.9) in favour of tensor descriptors: "
+               "pass the new offsets to desc.load([m, n]) instead",
 }
 #: Why a common module is refused (the reason goes to the LLM).
 REFUSED_MODULE_WHY = {
@@ -133,10 +140,10 @@ TENSOR_VIEW_ATTRS = frozenset({"T", "mT"})
 HOST_VALUE_ATTRS = frozenset({"itemsize", "is_signed", "type", "index", "max", "min", "eps", "tiny", "bits",
                               "resolution", "get", "items", "keys", "values", "count", "from_tensor"})
 #: Attributes a kernel may use on its values: methods and properties of Triton tensors, pointer
-#: and scalar dtypes, constexprs, block pointers and tensor descriptors.  Not listed: ``handle``
+#: and scalar dtypes, constexprs and tensor descriptors.  Not listed: ``handle``
 #: (the interpreter's raw data), ``type``, ``to_ir`` and other compiler hooks.
 KERNEL_VALUE_ATTRS = frozenset({
-    "T", "abs", "advance", "argmax", "argmin", "associative_scan", "atomic_add", "atomic_and", "atomic_cas",
+    "T", "abs", "argmax", "argmin", "associative_scan", "atomic_add", "atomic_and", "atomic_cas",
     "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "broadcast_to", "cast", "cdiv",
     "ceil", "cos", "cumprod", "cumsum", "erf", "exp", "exp2", "expand_dims", "flip", "floor", "gather",
     "histogram", "log", "log2", "logical_and", "logical_or", "max", "min", "permute", "ravel", "reduce",

@@ -23,7 +23,7 @@ from ...ast_safe import parse as safe_parse
 from ...candidate import HINT_PARAMS, ParamSpaceError, parse_param_space
 from ..contract.language import (ALLOWED_MODULES, DECORATOR_BUILTINS, HEURISTICS_DECORATORS, HINT_NAMES, HOST_BUILTINS,
                           HOST_VALUE_ATTRS, JIT_DECORATORS, JIT_OPTIONS, KERNEL_BUILTINS, KERNEL_VALUE_ATTRS,
-                          LAUNCH_OPTIONS, MODULE_MEMBERS, PATH_ONLY_MODULES, REFUSED_MODULE_WHY,
+                          LAUNCH_OPTIONS, MODULE_MEMBERS, PATH_ONLY_MODULES, REFUSED_MODULE_WHY, REMOVED_TL_MEMBERS,
                           RESERVED_NAMES, RESERVED_PREFIX, TENSOR_METADATA_ATTRS, TENSOR_METADATA_METHODS, TENSOR_VIEW_ATTRS,
                           TENSOR_VIEW_METHODS)
 from .anticheat_atomics import spin_waits, used_atomic_results
@@ -188,6 +188,8 @@ class ModuleChecker:
         if mod == "triton.language.extra.libdevice":
             return ("the verifier's interpreter computes libdevice's float math functions only (erf, tanh, pow, "
                     "expm1, ...), not bit casts, integer conversions or bit tricks; see docs/candidate_format.md")
+        if mod.startswith("triton.language") and member in REMOVED_TL_MEMBERS:
+            return REMOVED_TL_MEMBERS[member]
         if mod.startswith("triton.language"):
             return ("it is not part of the kernel language this verifier accepts (compiler internals, inline "
                     "assembly and inter-program waiting are refused); see docs/candidate_format.md")
@@ -391,7 +393,8 @@ class ModuleChecker:
                 where = {"kernel": "in a kernel", "heuristic": "in a heuristics callback", "host": "in host code"}[kind]
                 hint = ("tensor metadata (shape, stride(), numel(), dtype...), views and allocations"
                         if kind != "kernel" else "Triton tensor methods and properties (to, dtype, shape, ...)")
-                extra = (" `.contiguous()`, `.clone()` and conversions copy with torch: pass strides to the kernel "
+                extra = (f" ({REMOVED_TL_MEMBERS[attr]})" if attr in REMOVED_TL_MEMBERS else
+                         " `.contiguous()`, `.clone()` and conversions copy with torch: pass strides to the kernel "
                          "instead." if attr in ("contiguous", "clone", "to", "float", "half", "copy_") else "")
                 self.add(node, "attribute", f"attribute `.{attr}` of {what} is not allowed {where}: only {hint} "
                                             f"may be used there.{extra}")
