@@ -37,13 +37,13 @@ from ...harness.payload import DEFAULT_TRACE_PROGRAMS
 
 
 def ensure_interpreter() -> None:
-    """Turn on Triton's interpreter before triton is imported (fail clearly if it is too late), with libdevice."""
+    """Turn on Triton's interpreter before triton is imported (fail clearly if it is too late), its gaps filled."""
     os.environ["TRITON_INTERPRET"] = "1"
     import triton
     if not triton.knobs.runtime.interpret:
         raise RuntimeError("Triton's interpreter is off although TRITON_INTERPRET=1 is set (triton.knobs."
                            "runtime.interpret was overridden); the checks need the interpreter.")
-    from .libdevice import install
+    from .interpreter_gaps import install
     install()
 
 

@@ -1,5 +1,5 @@
-"""libdevice in the verifier's interpreter: computed, dispatched as on a GPU, counted, and refused
-with a reason where the interpreter cannot compute it."""
+"""What the verifier's interpreter fills in: libdevice (computed, dispatched as on a GPU, counted, and
+refused with a reason where it cannot be computed) and float atomic exchanges."""
 
 from __future__ import annotations
 
@@ -117,3 +117,18 @@ def test_libdevice_functions_the_interpreter_cannot_compute_are_refused_with_a_r
     assert not gate.passed
     assert "libdevice.float_as_int` is not allowed" in gate.reason and "float math functions only" in gate.reason
     assert hack_gate(GELU_ERF).passed
+
+
+@triton.jit
+def _exchange(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.atomic_xchg(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32])
+def test_atomic_exchange_of_floats_runs_as_on_a_gpu(dtype):
+    """The interpreter's atomics exchanged integers only ("Unsupported data type" for fp32)."""
+    x = torch.randn(100).to(dtype)
+    y = torch.arange(100).to(dtype)
+    _exchange[(1,)](x, y, 100, BLOCK=128)
+    assert torch.equal(y, x)
