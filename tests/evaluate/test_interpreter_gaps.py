@@ -132,3 +132,15 @@ def test_atomic_exchange_of_floats_runs_as_on_a_gpu(dtype):
     y = torch.arange(100).to(dtype)
     _exchange[(1,)](x, y, 100, BLOCK=128)
     assert torch.equal(y, x)
+
+
+def test_a_scalar_predicate_in_a_block_mask_is_a_mask():
+    """``(offs < n) & (pid < limit)`` is legal on a GPU; the interpreter refused it ("mask has
+    unsupported dtype") because the broadcast scalar predicate came out as int32."""
+    relu = load_task(ROOT / "experiments" / "tasks" / "relu.yaml")
+    source = (ROOT / "experiments" / "tasks" / "kernels" / "relu_naive.py").read_text().replace(
+        "    mask = offs < n_elements\n",
+        "    mask = (offs < n_elements) & (tl.program_id(0) < tl.num_programs(0))\n")
+    assert "num_programs" in source
+    gate = check_trusted(source, relu)
+    assert gate.passed, gate.reason

@@ -4,6 +4,10 @@
 * ``tl.atomic_xchg`` on float values: the interpreter's atomics support exchange for integers only
   ("Unsupported data type"), while a GPU exchanges any 16/32/64-bit word.  An exchange moves bits,
   so a float exchange is done as the integer exchange of the same bits.
+* A scalar predicate in a block mask (``(offs < n) & (pid < limit)``): the interpreter's comparisons
+  keep their operands' type on the result's handle (int32 for program ids), so broadcasting the
+  scalar predicate made int32 data and the load refused the mask ("mask has unsupported dtype").
+  A GPU broadcasts an i1; the splat of boolean data stays boolean here.
 """
 
 from __future__ import annotations
@@ -29,6 +33,19 @@ def _float_xchg(original):
     return create_atomic_rmw
 
 
+def _bool_splat(original):
+    import triton.language as tl
+    from triton.runtime import interpreter as interp
+
+    def create_splat(self, ret_ty, arg):
+        data = getattr(arg, "data", None)
+        if isinstance(data, np.ndarray) and data.dtype == np.bool_ and data.size:
+            return interp.TensorHandle(np.full(ret_ty.shape, data.reshape(-1)[0], dtype=np.bool_), tl.int1)
+        return original(self, ret_ty, arg)
+    create_splat._kf_bool_splat = True
+    return create_splat
+
+
 def install() -> None:
     """Fill the gaps (idempotent; the interpreter must be on)."""
     from triton.runtime import interpreter as interp
@@ -36,3 +53,5 @@ def install() -> None:
     install_libdevice()
     if not getattr(interp.InterpreterBuilder.create_atomic_rmw, "_kf_float_xchg", False):
         interp.InterpreterBuilder.create_atomic_rmw = _float_xchg(interp.InterpreterBuilder.create_atomic_rmw)
+    if not getattr(interp.InterpreterBuilder.create_splat, "_kf_bool_splat", False):
+        interp.InterpreterBuilder.create_splat = _bool_splat(interp.InterpreterBuilder.create_splat)
