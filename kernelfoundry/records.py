@@ -35,6 +35,10 @@ class TensorTraffic:
     unique_store_bytes: float = 0.0
     role: str = ""                  # "input:i", "output:j" (what launch returned) or "scratch"
     max_unique_load_bytes: float = 0.0   # the largest distinct footprint of one sampled program
+    # For the coverage checks only: the census's mean bytes loaded / written per program over the traced
+    # programs' (>= 1; 1 where no census ran): sampled edge tiles understate what the grid moves
+    coverage_load_factor: float = 1.0
+    coverage_store_factor: float = 1.0
 
     to_dict = asdict
     from_dict = classmethod(_from_dict)

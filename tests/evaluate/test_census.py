@@ -8,9 +8,10 @@ os.environ["TRITON_INTERPRET"] = "1"   # before anything imports triton
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from kernelfoundry.evaluate.trace.census import (CENSUS_PROGRAMS, CensusError, census_pids, judge_census,
+from kernelfoundry.evaluate.trace.census import (CENSUS_PROGRAMS, CensusError, census_pids, coverage_factors, judge_census,
                                           kernels_have_loops, planned_work)
 from kernelfoundry.evaluate.inprocess import trace_trusted
 from kernelfoundry.task import task_from_dict
@@ -40,8 +41,8 @@ def test_planned_work_counts_a_nested_loop_once_per_trip_of_the_loop_around_it()
 
 def _record(works):
     """A census record whose program i plans works[i] - 1 trips of one loop."""
-    return {"loops": True, "programs": [[pid, [_loop(w - 1)] if w > 1 else [], [[0, 0]] if w > 1 else []]
-                         for pid, w in enumerate(works)]}
+    return {"loops": True, "programs": [[pid, [_loop(w - 1)] if w > 1 else [], [[0, 0]] if w > 1 else [], []]
+                         for pid, w in enumerate(works)], "traced": []}
 
 
 def test_equal_programs_leave_the_counts_alone_and_rare_heavy_ones_scale_them():
@@ -58,8 +59,9 @@ def test_equal_programs_leave_the_counts_alone_and_rare_heavy_ones_scale_them():
     ({"programs": "x"}, "malformed"),
     ({"programs": []}, "malformed"),
     (_record([2] * 10), "ran 10 programs"),
-    ({"loops": True, "programs": [[300, [], []]] + _record([2] * 255)["programs"]}, "out of range"),
-    ({"loops": True, "programs": [[0, [], []]] + _record([2] * 255)["programs"]}, "repeated"),
+    ({"loops": True, "programs": [[300, [], [], []]] + _record([2] * 255)["programs"]}, "out of range"),
+    ({"loops": True, "programs": [[0, [], [], []]] + _record([2] * 255)["programs"]}, "repeated"),
+    ({**_record([2] * 256), "traced": [[3, []]]}, "did not run the traced programs"),
     ({"loops": False, "programs": []}, "traced programs ran loops"),
 ])
 def test_a_malformed_or_short_census_is_refused(record, text):
@@ -113,3 +115,43 @@ def test_a_program_that_fails_only_with_its_loops_cut_keeps_what_it_planned_unti
     launch, total = _total_load_bytes("row_sums_last_index.py", 0)
     assert launch.census_programs == CENSUS_PROGRAMS and launch.census_scale == 1.0
     assert total == pytest.approx(ROWS * ROW_BYTES)
+
+
+def test_edge_tiles_in_the_sample_do_not_fail_an_honest_gemm_on_output_coverage():
+    """256x128 tiles at 784 x 904: the last column of tiles stores 8 of 128 columns.  A trace whose random
+    picks are edge tiles extrapolated 87% of the output's bytes (below the 90% the coverage check
+    asks); the census's programs, run alike, correct the estimate to what the grid writes."""
+    from kernelfoundry.evaluate.judge.plausibility import implausible_traces, output_sizes
+    from kernelfoundry.evaluate.trace.counts import stored_output_bytes
+    root = Path(__file__).resolve().parents[2]
+    seed_file = root / "experiments" / "tasks" / "kernels" / "matmul_naive.py"
+    source = seed_file.read_text().replace(
+        'PARAMS = {"BLOCK_M": [16, 32], "BLOCK_N": [16, 32], "BLOCK_K": [16], "num_warps": [4], "num_stages": [1]}',
+        'PARAMS = {"BLOCK_M": [256], "BLOCK_N": [128], "BLOCK_K": [64], "num_warps": [8], "num_stages": [3]}')
+    assert "[256]" in source
+    task = task_from_dict({
+        "name": "edge_tiles", "reference": "import torch\ndef reference(a, b):\n    return a @ b\n",
+        "inputs": {"a": {"shape": ["M", "K"], "dtype": "float16"}, "b": {"shape": ["K", "N"], "dtype": "float16"}},
+        "shapes": {"check": [{"M": 40, "N": 24, "K": 136}], "target": [{"M": 784, "N": 904, "K": 64}]},
+        "tolerance": {"atol": 2e-2, "rtol": 2e-2}, "seeds": [str(seed_file)]})
+    gate, traces = trace_trusted(source, task, seed=1)
+    assert gate.passed, gate.reason
+    launch = traces[0].launches[0]
+    out = launch.traffic["c_ptr"]
+    need = output_sizes(task, traces[0].shape)[0]
+    assert out.unique_store_bytes * launch.num_programs < 0.9 * need      # the sample alone falls short
+    assert out.coverage_store_factor > 1.2 and launch.census_programs == launch.num_programs == 32
+    assert stored_output_bytes(traces[0])["output:0"] == pytest.approx(need, rel=0.02)
+    assert implausible_traces(task, traces) is None
+
+
+def test_coverage_factors_correct_an_unlucky_sample_but_not_a_grid_that_writes_little():
+    full, edge, idle = np.array([[0.0, 8.0]]), np.array([[0.0, 0.5]]), np.array([[0.0, 0.0]])
+    # a grid of full tiles and 1 in 10 edge tiles, sampled on two edges: corrected to the grid's mean
+    census_io = [edge if i % 10 == 0 else full for i in range(100)]
+    factors = coverage_factors(census_io, [full, edge, edge, full], [0.01, 0.49, 0.49, 0.01])
+    assert factors[0][1] == pytest.approx((0.1 * 0.5 + 0.9 * 8) / (0.02 * 8 + 0.98 * 0.5))
+    # half the grid idle (a kernel that writes half its output at the target): the census sees it too
+    census_io = [idle if i % 2 else full for i in range(100)]
+    assert coverage_factors(census_io, [full, idle, full, idle], [0.01, 0.49, 0.49, 0.01]) == {}
+    assert coverage_factors([], [full], [1.0]) == {}

@@ -174,6 +174,7 @@ class TraceSession(Session):
         self._wave_pid = 0
         self._sharing: dict[int, set[int]] | None = None    # a sharing check runs: tensor -> sectors loaded
         self._census = False                    # the census runs: record loops only
+        self._census_io: dict[int, list[int]] = {}   # census program: tensor -> [bytes loaded, bytes written]
         self._has_loops = has_loops             # whether the candidate's kernels have loops (a census needs them)
         self._tensor_index: dict[str, int] = {}
         self._writes: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None   # (storage bytes, index, old)
@@ -216,7 +217,8 @@ class TraceSession(Session):
         # a provisional trace runs no census (the census only ever scales counts up): the config is
         # traced again in full, census included, if the model picks it
         pids = census_pids(ctx.num_programs, len(sampled), self.rng, self._has_loops) if self.dense else []
-        census = run_census(pids, lambda pid: self._census_program(ctx, pid), self._has_loops)
+        census = run_census(pids, lambda pid: self._census_program(ctx, pid), self._has_loops,
+                            traced=sampled if pids else [])
         self.launches.append({"kernel": ctx.kernel, "grid": list(ctx.grid), "num_programs": ctx.num_programs,
                               "tensors": tensors, "programs": programs, "wave": wave, "census": census})
 
@@ -353,9 +355,11 @@ class TraceSession(Session):
             self.tagging, RECORDER.active, CONTROL.first_trips_only = True, True, False
         return runs[pid]
 
-    def _census_program(self, ctx: LaunchContext, pid: int) -> tuple[list, list]:
-        """Run one census program with every ``for`` loop cut to its first trip; its loops and trips."""
+    def _census_program(self, ctx: LaunchContext, pid: int) -> tuple[list, list, list]:
+        """Run one census program with every ``for`` loop cut to its first trip; its loops, trips and
+        bytes moved per tensor ``[[tensor, loaded, written], ...]``."""
         self.tagging, RECORDER.active, CONTROL.first_trips_only, self._census = False, False, True, True
+        self._census_io = {}
         before = self.violation          # an access a sampled program made out of bounds still counts
         try:
             CONTROL.reset(f"census:{pid}")
@@ -368,10 +372,14 @@ class TraceSession(Session):
         finally:
             self.tagging, RECORDER.active, CONTROL.first_trips_only, self._census = True, True, False, False
         return ([[e.loop, e.kind, e.n, e.parent, e.plan, e.sparse] for e in CONTROL.execs],
-                [list(t) for t in CONTROL.trips[1:]])
+                [list(t) for t in CONTROL.trips[1:]],
+                [[i, io[0], io[1]] for i, io in sorted(self._census_io.items())])
 
     def record_access(self, kind, parts, elem_bytes, block_elems, site) -> None:
         if self._census:
+            for tensor, addrs in parts:
+                io = self._census_io.setdefault(self._tensor_index[tensor.name], [0, 0])
+                io[0 if kind == "load" else 1] += int(addrs.size) * int(elem_bytes)
             return
         if self._sharing is not None:
             if kind == "load":

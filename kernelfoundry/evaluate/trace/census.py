@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -58,11 +58,14 @@ def census_pids(num_programs: int, traced: int, rng: random.Random, loops: bool 
     return sorted(rng.sample(range(num_programs), limit))
 
 
-def run_census(pids: list[int], run_one: Callable[[int], tuple[list, list]], loops: bool = True) -> dict[str, Any]:
+def run_census(pids: list[int], run_one: Callable[[int], tuple[list, list, list]], loops: bool = True,
+               traced: list[int] = ()) -> dict[str, Any]:
     """The census record of a launch: ``run_one(pid)`` runs a program with loops cut to their first
-    trip and returns its loop executions and trips (``CONTROL.execs``/``trips`` as the trace records);
-    *loops*: whether the candidate's kernels have any."""
-    return {"loops": loops, "programs": [[pid, *run_one(pid)] for pid in pids]}
+    trip and returns its loop executions, trips (``CONTROL.execs``/``trips`` as the trace records) and
+    bytes moved per tensor; *loops*: whether the candidate's kernels have any.  The *traced* programs
+    are run the same way (their bytes only), so the census's bytes can be set against theirs."""
+    return {"loops": loops, "programs": [[pid, *run_one(pid)] for pid in pids],
+            "traced": [[pid, run_one(pid)[2]] for pid in traced]}
 
 
 def planned_work(execs: list[Any], trips: list[Any]) -> float:
@@ -83,24 +86,62 @@ def planned_work(execs: list[Any], trips: list[Any]) -> float:
 @dataclass(frozen=True)
 class Census:
     """What a launch's census found: the programs it ran, the factor for the traced programs' counts,
-    and the heaviest program's planned work over the mean (1.0 where the census ran nothing)."""
+    and the heaviest program's planned work over the mean (1.0 where the census ran nothing);
+    *coverage*: tensor index -> (load, store) factor for the coverage estimates (see :func:`coverage_factors`)."""
 
     programs: int = 0
     scale: float = 1.0
     spread: float = 1.0
     max_loop_trips: float = 0.0
+    coverage: dict[int, tuple[float, float]] = field(default_factory=dict)
 
 
-def judge_census(record: Any, num_programs: int, traced: int, traced_work: float) -> Census:
+def _io(entry: Any, n_tensors: int) -> np.ndarray:
+    """One program's census bytes as a [tensor, (loaded, written)] array."""
+    out = np.zeros((n_tensors, 2))
+    if not isinstance(entry, list):
+        raise CensusError("a census program's bytes are malformed")
+    for row in entry:
+        if not (isinstance(row, list) and len(row) == 3 and all(isinstance(v, int) and v >= 0 for v in row)
+                and row[0] < n_tensors):
+            raise CensusError("a census program's bytes are malformed")
+        out[row[0]] += row[1:]
+    return out
+
+
+def coverage_factors(census_io: list[np.ndarray], traced_io: list[np.ndarray],
+                     weights: list[float]) -> dict[int, tuple[float, float]]:
+    """Per tensor, how many times the census programs' mean bytes (loaded, written) exceed the traced
+    programs' weighted mean, both run with loops cut alike (at least 1).
+
+    The coverage checks extrapolate the traced programs' distinct bytes to the grid; a few samples of a
+    tiled grid that catch an edge tile (a GEMM's last column of tiles at a shape the tile does not
+    divide stores 6% of a tile) understate what the grid writes.  The census's hundreds of random
+    programs measure the same quantity with far less noise, so the estimate is corrected by the ratio;
+    a grid whose programs really write little is written little by the census programs too."""
+    if not census_io or not traced_io:
+        return {}
+    census_mean = np.mean(census_io, axis=0)
+    traced_mean = sum((w * t for w, t in zip(weights, traced_io)), np.zeros_like(census_mean))
+    ratio = np.where(traced_mean > 0, census_mean / np.maximum(traced_mean, 1e-300), 1.0)
+    ratio = np.maximum(ratio, 1.0)
+    return {i: (float(ratio[i, 0]), float(ratio[i, 1])) for i in range(ratio.shape[0])
+            if ratio[i, 0] > 1.0 + CENSUS_TOLERANCE or ratio[i, 1] > 1.0 + CENSUS_TOLERANCE}
+
+
+def judge_census(record: Any, num_programs: int, traced: int, traced_work: float,
+                 sampled: list[int] = (), weights: list[float] = (), n_tensors: int = 0) -> Census:
     """The census of a launch from its record, the number of programs the trace ran and their weighted
-    mean planned work (``1 + loop_trips``); raises :class:`CensusError` on a malformed record."""
+    mean planned work (``1 + loop_trips``); *sampled*, *weights*: the traced programs and their weights,
+    *n_tensors*: the launch's tensors (for the coverage factors); raises :class:`CensusError` on a
+    malformed record."""
     programs = record.get("programs") if isinstance(record, dict) else None
     loops = record.get("loops") if isinstance(record, dict) else None
     if not isinstance(programs, list) or not isinstance(loops, bool):
         raise CensusError("the census record is malformed")
     if not loops and abs(traced_work - 1.0) > 1e-9:
         raise CensusError("the census was skipped for kernels without loops, but the traced programs ran loops")
-    pids = [p[0] if isinstance(p, list) and len(p) == 3 else None for p in programs]
+    pids = [p[0] if isinstance(p, list) and len(p) == 4 else None for p in programs]
     if not all(isinstance(p, int) and 0 <= p < max(num_programs, 1) for p in pids) or len(set(pids)) != len(pids):
         raise CensusError("census programs are out of range or repeated")
     expected = 0 if num_programs <= traced or not loops else min(num_programs, CENSUS_PROGRAMS)
@@ -108,8 +149,14 @@ def judge_census(record: Any, num_programs: int, traced: int, traced_work: float
         raise CensusError(f"the census ran {len(programs)} programs of {num_programs}, not {expected}")
     if not programs:
         return Census()
-    work = np.array([planned_work(execs, trips) for _, execs, trips in programs])
+    work = np.array([planned_work(execs, trips) for _, execs, trips, _ in programs])
     mean = float(work.mean())
     scale = mean / traced_work if traced_work > 0 and mean > (1.0 + CENSUS_TOLERANCE) * traced_work else 1.0
+    traced_rows = record.get("traced")
+    if not isinstance(traced_rows, list) or [r[0] if isinstance(r, list) and len(r) == 2 else None
+                                             for r in traced_rows] != list(sampled):
+        raise CensusError("the census did not run the traced programs")
+    coverage = coverage_factors([_io(p[3], n_tensors) for p in programs],
+                                [_io(r[1], n_tensors) for r in traced_rows], list(weights))
     return Census(programs=len(programs), scale=scale, spread=float(work.max()) / mean,
-                  max_loop_trips=float(work.max()) - 1.0)
+                  max_loop_trips=float(work.max()) - 1.0, coverage=coverage)

@@ -354,7 +354,8 @@ def build_launch_trace(record: dict[str, Any], blob: BlobReader, dense: bool = T
     # the census: more planned work in the grid than the traced programs stand for scales their counts
     traced_work = float(sum(w * (1.0 + c.loop_trips) for w, c in zip(weights, counts)))
     try:
-        census = judge_census(record.get("census"), num_programs, len(sampled), traced_work) if dense else Census()
+        census = (judge_census(record.get("census"), num_programs, len(sampled), traced_work, sampled, weights,
+                               len(tensors)) if dense else Census())
     except CensusError as exc:
         raise MalformedTrace(str(exc)) from None
     spread_weights, weights = weights, [w * census.scale for w in weights]
@@ -371,7 +372,9 @@ def build_launch_trace(record: dict[str, Any], blob: BlobReader, dense: bool = T
             load_sectors=float(total[_LOAD_SECTORS]), store_sectors=float(total[_STORE_SECTORS]),
             unique_load_bytes=float(total[_UNIQUE_LOAD]), unique_store_bytes=float(total[_UNIQUE_STORE]),
             role=str(t.get("role", "")),
-            max_unique_load_bytes=max((float(c.traffic[i, _UNIQUE_LOAD]) for c in counts), default=0.0))
+            max_unique_load_bytes=max((float(c.traffic[i, _UNIQUE_LOAD]) for c in counts), default=0.0),
+            coverage_load_factor=census.coverage.get(i, (1.0, 1.0))[0],
+            coverage_store_factor=census.coverage.get(i, (1.0, 1.0))[1])
     dtypes = sorted({d for c in counts for d in c.dot_flops})
     per_program_bytes = [c.total_bytes for c in counts]
     mean_bytes = sum(w * c.total_bytes for w, c in zip(spread_weights, counts))   # sampled programs weighted
@@ -419,7 +422,8 @@ def stored_output_bytes(trace: ConfigTrace) -> dict[str, float]:
     for launch in trace.launches:
         for t in launch.traffic.values():
             if t.role.startswith("output:"):
-                out[t.role] += min(t.unique_store_bytes * launch.num_programs, float(t.tensor_bytes))
+                out[t.role] += min(t.unique_store_bytes * t.coverage_store_factor * launch.num_programs,
+                                   float(t.tensor_bytes))
     return dict(out)
 
 
@@ -430,5 +434,6 @@ def loaded_input_bytes(trace: ConfigTrace) -> dict[str, float]:
     for launch in trace.launches:
         for t in launch.traffic.values():
             if t.role.startswith("input:"):
-                out[t.role] += min(t.unique_load_bytes * launch.num_programs, float(t.tensor_bytes))
+                out[t.role] += min(t.unique_load_bytes * t.coverage_load_factor * launch.num_programs,
+                                   float(t.tensor_bytes))
     return dict(out)

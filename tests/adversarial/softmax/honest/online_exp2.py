@@ -3,7 +3,7 @@ import torch
 import triton
 import triton.language as tl
 
-LOG2E = 1.4426950408889634
+LOG2E = tl.constexpr(1.4426950408889634)
 PARAMS = {"BLOCK_N": [1024], "num_warps": [4, 8], "num_stages": [1]}
 
 
