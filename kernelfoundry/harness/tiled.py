@@ -55,6 +55,7 @@ class TiledMapping:
     length: int
     fd: int
     reserved: tuple[int, int] = (0, 0)         # the whole reservation (base, length) to unmap
+    tile: np.ndarray | None = field(default=None, repr=False)   # the tile's bytes (uint8)
     _released: bool = field(default=False, repr=False)
 
     def release(self) -> None:
@@ -109,6 +110,7 @@ def tiled_tensor(shape: tuple[int, ...], dtype: torch.dtype, tile: torch.Tensor)
     mapping = _map_tiles(raw, total)
     if mapping is None:
         return None
+    mapping.tile = np.frombuffer(raw, dtype=np.uint8)
     buffer = (ctypes.c_char * mapping.length).from_address(mapping.address)
     flat = torch.frombuffer(buffer, dtype=torch.uint8, count=total)
     return flat.view(dtype).view(shape), mapping

@@ -33,6 +33,7 @@ from ...candidate import config_key
 from ...task import Task
 from ...harness.arms import RECORDER
 from ..trace.census import census_pids, kernels_have_loops, run_census
+from .aperiodic import AperiodicInputs
 from ...sandbox.channel import BlobReader, BlobWriter
 from ...harness.guard import DispatchGuard
 from ...harness.inputs import trace_inputs
@@ -480,6 +481,7 @@ def trace_config(launch, task: Task, shape_index: int, config: dict[str, Any], h
                            has_loops=has_loops, dense=dense)
     CONTROL.sampling, CONTROL.seed = True, f"{seed}:{shape_index}:{config_key(config)}"
     inputs, mappings = trace_inputs(task, env, seed)
+    session.aperiodic = AperiodicInputs.of(inputs, [m.tile if m is not None else None for m in mappings], seed)
     for x in inputs:            # the task's data keeps its precision through any view of another dtype
         if isinstance(x, torch.Tensor) and PRECISION_RANK.get(dtype_name(x.dtype), 0):
             session.memory_ranks[x.untyped_storage().data_ptr()] = PRECISION_RANK[dtype_name(x.dtype)]

@@ -232,6 +232,7 @@ class Session:
         self.guard = guard
         self.candidate_file = candidate_file
         self.last_parts: list[tuple[TensorInfo, np.ndarray]] = []   # the tensors the last access touched
+        self.aperiodic: Any = None           # target-shape tiled inputs read without a period (aperiodic.py)
         #: storage start -> widest float precision its data came from (the storage's own dtype, a task
         #: input's dtype, or what was stored into it): precision follows data through memory
         self.memory_ranks: dict[int, int] = {}
@@ -422,6 +423,8 @@ def _builder_hooks(builder: Any, session: Session) -> dict[str, Any]:
     def masked_load(ptrs, mask, other, cache_policy, is_volatile):
         session.access("load", ptrs.data, mask.data, _elem_bytes(ptrs))
         result = orig["create_masked_load"](ptrs, mask, other, cache_policy, is_volatile)
+        if session.aperiodic is not None:
+            session.aperiodic.rewrite(ptrs.data, mask.data, result.data, _elem_bytes(ptrs))
         if track:
             # masked-off lanes return `other`: its data (and what the pointers and mask were computed
             # from) is as wide as it came, or an all-false mask would launder fp32 values into fp16
@@ -433,6 +436,8 @@ def _builder_hooks(builder: Any, session: Session) -> dict[str, Any]:
 
     def masked_store(ptrs, value, mask, cache_policy):
         session.access("store", ptrs.data, mask.data, _elem_bytes(ptrs))
+        if session.aperiodic is not None:
+            session.aperiodic.wrote(ptrs.data, mask.data, _elem_bytes(ptrs))
         if track:
             session.mark_stored(_loaded_rank(value))
         return orig["create_masked_store"](ptrs, value, mask, cache_policy)
@@ -449,12 +454,16 @@ def _builder_hooks(builder: Any, session: Session) -> dict[str, Any]:
 
     def atomic_rmw(rmw_op, ptr, val, mask, sem, scope):
         session.access("atomic", ptr.data, None if mask is None else mask.data, _elem_bytes(ptr))
+        if session.aperiodic is not None:
+            session.aperiodic.wrote(ptr.data, None if mask is None else mask.data, _elem_bytes(ptr))
         if track:
             session.mark_stored(_loaded_rank(val))
         return loaded(orig["create_atomic_rmw"](rmw_op, ptr, val, mask, sem, scope), ptr.get_element_ty())
 
     def atomic_cas(ptr, cmp, val, sem, scope):
         session.access("atomic", ptr.data, None, _elem_bytes(ptr))
+        if session.aperiodic is not None:
+            session.aperiodic.wrote(ptr.data, None, _elem_bytes(ptr))
         if track:
             session.mark_stored(_loaded_rank(val))
         return loaded(orig["create_atomic_cas"](ptr, cmp, val, sem, scope), ptr.get_element_ty())

@@ -1,0 +1,89 @@
+"""Target-shape trace inputs without a period: a load from a tiled input reads a hashed chunk of its tile.
+
+Large trace inputs are one tile of values mapped again and again (``harness/tiled.py``), so at the
+target shape row r and row r + period hold the same values, which no check's input does: a kernel that
+fingerprints a few elements of two rows could tell the trace from a check and skip a pass there
+(softmax 1.64x, layernorm 1.98x its honest twin, the red team's "periodic trace inputs").  Loads from a
+tiled input are rewritten here: the bytes at offset ``o`` come from the tile's chunk
+``mix(o // CHUNK) % chunks`` (a fixed 64-bit hash), so values keep the tile's distribution (the task's
+value profile, integer ranges included), every read of an address agrees with every other, and rows no
+longer repeat.  Memory itself is not touched (it stays one tile).  A kernel that writes into an input
+reads memory as it is from then on (what it wrote must read back), the rewrite is off for that input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Bytes per hashed chunk: values of one chunk stay together (any load width up to 64 bytes).
+CHUNK = 64
+_M1, _M2, _GOLD = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB), np.uint64(0x9E3779B97F4A7C15)
+
+
+def mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser over uint64 arrays (wrapping arithmetic)."""
+    z = x.astype(np.uint64) + _GOLD
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+@dataclass
+class _Region:
+    start: int
+    end: int
+    tile: np.ndarray          # the tile's bytes (uint8)
+    salt: np.uint64
+    written: bool = False
+
+
+@dataclass
+class AperiodicInputs:
+    """The tiled inputs of one trace; :meth:`rewrite` a load's result, :meth:`wrote` note a write."""
+
+    regions: list[_Region] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, tensors: list, tiles: list, seed: int) -> "AperiodicInputs":
+        """*tensors*: the trace's inputs; *tiles*: each one's tile bytes, or None where it is not tiled."""
+        regions = []
+        for i, (tensor, tile) in enumerate(zip(tensors, tiles)):
+            if tile is None or tile.size < CHUNK:
+                continue
+            start = int(tensor.data_ptr())
+            regions.append(_Region(start, start + tensor.numel() * tensor.element_size(),
+                                   np.ascontiguousarray(tile[: tile.size - tile.size % CHUNK]),
+                                   np.uint64((int(seed) * 1_000_003 + i) % (1 << 63))))
+        return cls(regions)
+
+    def _lanes(self, ptrs: np.ndarray, mask: np.ndarray | None, elem_bytes: int):
+        addrs = ptrs.reshape(-1).astype(np.int64, copy=False)
+        live = None if mask is None else np.broadcast_to(np.asarray(mask, dtype=bool), ptrs.shape).reshape(-1)
+        for region in self.regions:
+            inside = (addrs >= region.start) & (addrs + elem_bytes <= region.end)
+            if live is not None:
+                inside &= live
+            lanes = np.flatnonzero(inside)
+            if lanes.size:
+                yield region, lanes, addrs[lanes] - region.start
+
+    def wrote(self, ptrs: np.ndarray, mask: np.ndarray | None, elem_bytes: int) -> None:
+        """A store or atomic: inputs it wrote into are read from memory from now on."""
+        if self.regions:
+            for region, _, _ in self._lanes(ptrs, mask, elem_bytes):
+                region.written = True
+
+    def rewrite(self, ptrs: np.ndarray, mask: np.ndarray | None, data: np.ndarray, elem_bytes: int) -> None:
+        """Replace, in place, the lanes of a load's *data* that read a tiled input with its hashed bytes."""
+        if not self.regions or data.dtype.itemsize != elem_bytes or not data.flags.c_contiguous:
+            return
+        out = data.reshape(-1).view(np.uint8).reshape(-1, elem_bytes)
+        for region, lanes, offsets in self._lanes(ptrs, mask, elem_bytes):
+            if region.written:
+                continue
+            byte = offsets[:, None] + np.arange(elem_bytes)
+            chunks = region.tile.size // CHUNK
+            src = (mix((byte // CHUNK).astype(np.uint64) ^ region.salt) % np.uint64(chunks)).astype(np.int64) * CHUNK + byte % CHUNK
+            out[lanes] = region.tile[src]
