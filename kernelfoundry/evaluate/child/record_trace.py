@@ -175,7 +175,7 @@ class TraceSession(Session):
         self._wave_pid = 0
         self._sharing: dict[int, set[int]] | None = None    # a sharing check runs: tensor -> sectors loaded
         self._census = False                    # the census runs: record loops only
-        self._census_io: dict[int, list[int]] = {}   # census program: tensor -> [bytes loaded, bytes written]
+        self._census_io: dict[tuple[int, int], list[int]] = {}   # census: (tensor, trip) -> [loaded, written]
         self._has_loops = has_loops             # whether the candidate's kernels have loops (a census needs them)
         self._tensor_index: dict[str, int] = {}
         self._writes: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None   # (storage bytes, index, old)
@@ -358,7 +358,7 @@ class TraceSession(Session):
 
     def _census_program(self, ctx: LaunchContext, pid: int) -> tuple[list, list, list]:
         """Run one census program with every ``for`` loop cut to its first trip; its loops, trips and
-        bytes moved per tensor ``[[tensor, loaded, written], ...]``."""
+        bytes moved per tensor and trip ``[[tensor, trip, loaded, written], ...]``."""
         self.tagging, RECORDER.active, CONTROL.first_trips_only, self._census = False, False, True, True
         self._census_io = {}
         before = self.violation          # an access a sampled program made out of bounds still counts
@@ -374,12 +374,12 @@ class TraceSession(Session):
             self.tagging, RECORDER.active, CONTROL.first_trips_only, self._census = True, True, False, False
         return ([[e.loop, e.kind, e.n, e.parent, e.plan, e.sparse] for e in CONTROL.execs],
                 [list(t) for t in CONTROL.trips[1:]],
-                [[i, io[0], io[1]] for i, io in sorted(self._census_io.items())])
+                [[i, trip, io[0], io[1]] for (i, trip), io in sorted(self._census_io.items())])
 
     def record_access(self, kind, parts, elem_bytes, block_elems, site) -> None:
         if self._census:
             for tensor, addrs in parts:
-                io = self._census_io.setdefault(self._tensor_index[tensor.name], [0, 0])
+                io = self._census_io.setdefault((self._tensor_index[tensor.name], CONTROL.current_trip), [0, 0])
                 io[0 if kind == "load" else 1] += int(addrs.size) * int(elem_bytes)
             return
         if self._sharing is not None:

@@ -65,68 +65,106 @@ def run_census(pids: list[int], run_one: Callable[[int], tuple[list, list, list]
     bytes moved per tensor; *loops*: whether the candidate's kernels have any.  The *traced* programs
     are run the same way (their bytes only), so the census's bytes can be set against theirs."""
     return {"loops": loops, "programs": [[pid, *run_one(pid)] for pid in pids],
-            "traced": [[pid, run_one(pid)[2]] for pid in traced]}
+            "traced": [[pid, *run_one(pid)] for pid in traced]}
+
+
+def _stands_for(execs: list[Any], trips: list[Any]) -> tuple[list[Any], list[float]]:
+    """The loops of a census run and, per trip id, the real trips it stands for (trip 0: the program)."""
+    try:
+        loops, trip_list = parse_loops(execs, trips)
+    except WitnessError as exc:
+        raise CensusError(f"a census program's loops are malformed: {exc}") from None
+    stands_for = [1.0] * (len(trip_list) + 1)
+    for t, (e, _) in enumerate(trip_list, start=1):     # parents come before their trips
+        _, kind, n, parent, _, _ = loops[e]
+        stands_for[t] = stands_for[parent] * (n if kind == "for" else 1)
+    return loops, stands_for
 
 
 def planned_work(execs: list[Any], trips: list[Any]) -> float:
     """A program's planned work: 1 + the trips its loops would make, from a run whose loops took their
     first trips only (that trip stands for all *n*, so a nested loop counts once per trip of the loops
     around it)."""
-    try:
-        loops, trip_list = parse_loops(execs, trips)
-    except WitnessError as exc:
-        raise CensusError(f"a census program's loops are malformed: {exc}") from None
-    stands_for = [1.0] * (len(trip_list) + 1)          # trip id -> the real trips it stands for
-    for t, (e, _) in enumerate(trip_list, start=1):     # parents come before their trips
-        _, kind, n, parent, _, _ = loops[e]
-        stands_for[t] = stands_for[parent] * (n if kind == "for" else 1)
+    loops, stands_for = _stands_for(execs, trips)
     return 1.0 + sum(float(n) * stands_for[parent] for _, _, n, parent, _, _ in loops)
+
+
+def program_bytes(execs: list[Any], trips: list[Any], io: Any, n_tensors: int) -> tuple[np.ndarray, np.ndarray]:
+    """A census run's bytes per tensor, ``[tensor, (loaded, written)]``: as run (loops cut to their first
+    trip) and as planned (each trip's bytes times the trips it stands for)."""
+    _, stands_for = _stands_for(execs, trips)
+    ran, planned = np.zeros((n_tensors, 2)), np.zeros((n_tensors, 2))
+    if not isinstance(io, list):
+        raise CensusError("a census program's bytes are malformed")
+    for row in io:
+        if not (isinstance(row, list) and len(row) == 4 and all(isinstance(v, int) and v >= 0 for v in row)
+                and row[0] < n_tensors and row[1] < len(stands_for)):
+            raise CensusError("a census program's bytes are malformed")
+        ran[row[0]] += row[2:]
+        planned[row[0]] += np.array(row[2:], dtype=float) * stands_for[row[1]]
+    return ran, planned
 
 
 @dataclass(frozen=True)
 class Census:
     """What a launch's census found: the programs it ran, the factor for the traced programs' counts,
     and the heaviest program's planned work over the mean (1.0 where the census ran nothing);
-    *coverage*: tensor index -> (load, store) factor for the coverage estimates (see :func:`coverage_factors`)."""
+    *traffic*: tensor index -> (load, store) factor for that tensor's counts on top of *scale* (see
+    :func:`traffic_factors`); *coverage*: tensor index -> (load, store) factor for the coverage estimates
+    on top of those (see :func:`coverage_factors`)."""
 
     programs: int = 0
     scale: float = 1.0
     spread: float = 1.0
     max_loop_trips: float = 0.0
     coverage: dict[int, tuple[float, float]] = field(default_factory=dict)
+    traffic: dict[int, tuple[float, float]] = field(default_factory=dict)
 
 
-def _io(entry: Any, n_tensors: int) -> np.ndarray:
-    """One program's census bytes as a [tensor, (loaded, written)] array."""
-    out = np.zeros((n_tensors, 2))
-    if not isinstance(entry, list):
-        raise CensusError("a census program's bytes are malformed")
-    for row in entry:
-        if not (isinstance(row, list) and len(row) == 3 and all(isinstance(v, int) and v >= 0 for v in row)
-                and row[0] < n_tensors):
-            raise CensusError("a census program's bytes are malformed")
-        out[row[0]] += row[1:]
-    return out
-
-
-def coverage_factors(census_io: list[np.ndarray], traced_io: list[np.ndarray],
-                     weights: list[float]) -> dict[int, tuple[float, float]]:
+def coverage_factors(census_ran: list[np.ndarray], traced_ran: list[np.ndarray], weights: list[float],
+                     traffic: dict[int, tuple[float, float]] | None = None,
+                     scale: float = 1.0) -> dict[int, tuple[float, float]]:
     """Per tensor, how many times the census programs' mean bytes (loaded, written) exceed the traced
-    programs' weighted mean, both run with loops cut alike (at least 1).
+    programs' weighted mean, both run with loops cut alike, beyond the factors already applied to the
+    tensor's counts (*scale* for all, *traffic* per tensor; at least 1).
 
     The coverage checks extrapolate the traced programs' distinct bytes to the grid; a few samples of a
     tiled grid that catch an edge tile (a GEMM's last column of tiles at a shape the tile does not
     divide stores 6% of a tile) understate what the grid writes.  The census's hundreds of random
     programs measure the same quantity with far less noise, so the estimate is corrected by the ratio;
     a grid whose programs really write little is written little by the census programs too."""
-    if not census_io or not traced_io:
+    out = {}
+    for i, (load, store) in _ratios(census_ran, traced_ran, weights).items():
+        done = (traffic or {}).get(i, (1.0, 1.0))
+        load, store = max(1.0, load / (done[0] * scale)), max(1.0, store / (done[1] * scale))
+        if load > 1.0 + CENSUS_TOLERANCE or store > 1.0 + CENSUS_TOLERANCE:
+            out[i] = (load, store)
+    return out
+
+
+def _ratios(census_rows: list[np.ndarray], traced_rows: list[np.ndarray], weights: list[float],
+            over: float = 1.0) -> dict[int, tuple[float, float]]:
+    """Per tensor, the census mean over the traced programs' weighted mean, divided by *over*, at least
+    1; only tensors where a direction exceeds 1 + :data:`CENSUS_TOLERANCE`."""
+    if not census_rows or not traced_rows:
         return {}
-    census_mean = np.mean(census_io, axis=0)
-    traced_mean = sum((w * t for w, t in zip(weights, traced_io)), np.zeros_like(census_mean))
-    ratio = np.where(traced_mean > 0, census_mean / np.maximum(traced_mean, 1e-300), 1.0)
+    census_mean = np.mean(census_rows, axis=0)
+    traced_mean = sum((w * t for w, t in zip(weights, traced_rows)), np.zeros_like(census_mean))
+    ratio = np.where(traced_mean > 0, census_mean / np.maximum(traced_mean, 1e-300), 1.0) / over
     ratio = np.maximum(ratio, 1.0)
     return {i: (float(ratio[i, 0]), float(ratio[i, 1])) for i in range(ratio.shape[0])
             if ratio[i, 0] > 1.0 + CENSUS_TOLERANCE or ratio[i, 1] > 1.0 + CENSUS_TOLERANCE}
+
+
+def traffic_factors(census_planned: list[np.ndarray], traced_planned: list[np.ndarray], weights: list[float],
+                    scale: float) -> dict[int, tuple[float, float]]:
+    """Per tensor, how far the census programs' planned bytes (each trip's bytes times the trips it
+    stands for) exceed the traced programs', beyond the *scale* their planned trips already applied.
+
+    Planned trips miss work that is not more trips: wider trips, or straight-line loads in a few
+    programs (one program in 64 reading four times as much: the traced programs are light, the census
+    finds the heavy ones).  Planned bytes see it; the tensor's counts are scaled up by the excess."""
+    return _ratios(census_planned, traced_planned, weights, over=scale)
 
 
 def judge_census(record: Any, num_programs: int, traced: int, traced_work: float,
@@ -153,10 +191,13 @@ def judge_census(record: Any, num_programs: int, traced: int, traced_work: float
     mean = float(work.mean())
     scale = mean / traced_work if traced_work > 0 and mean > (1.0 + CENSUS_TOLERANCE) * traced_work else 1.0
     traced_rows = record.get("traced")
-    if not isinstance(traced_rows, list) or [r[0] if isinstance(r, list) and len(r) == 2 else None
+    if not isinstance(traced_rows, list) or [r[0] if isinstance(r, list) and len(r) == 4 else None
                                              for r in traced_rows] != list(sampled):
         raise CensusError("the census did not run the traced programs")
-    coverage = coverage_factors([_io(p[3], n_tensors) for p in programs],
-                                [_io(r[1], n_tensors) for r in traced_rows], list(weights))
+    census_bytes = [program_bytes(execs, trips, io, n_tensors) for _, execs, trips, io in programs]
+    traced_bytes = [program_bytes(execs, trips, io, n_tensors) for _, execs, trips, io in traced_rows]
+    traffic = traffic_factors([b[1] for b in census_bytes], [b[1] for b in traced_bytes], list(weights), scale)
+    coverage = coverage_factors([b[0] for b in census_bytes], [b[0] for b in traced_bytes], list(weights), traffic,
+                                scale)
     return Census(programs=len(programs), scale=scale, spread=float(work.max()) / mean,
-                  max_loop_trips=float(work.max()) - 1.0, coverage=coverage)
+                  max_loop_trips=float(work.max()) - 1.0, coverage=coverage, traffic=traffic)

@@ -366,6 +366,9 @@ def build_launch_trace(record: dict[str, Any], blob: BlobReader, dense: bool = T
     traffic = {}
     for i, t in enumerate(tensors):
         total = sum((w * c.traffic[i] for w, c in zip(weights, counts)), np.zeros(6))
+        load_f, store_f = census.traffic.get(i, (1.0, 1.0))      # planned bytes the census found beyond
+        total[[_LOAD_BYTES, _LOAD_SECTORS, _UNIQUE_LOAD]] *= load_f
+        total[[_STORE_BYTES, _STORE_SECTORS, _UNIQUE_STORE]] *= store_f
         traffic[names[i]] = TensorTraffic(
             dtype=str(t["dtype"]), elem_bytes=int(t["elem_bytes"]), tensor_bytes=int(t["storage_bytes"]),
             load_bytes=float(total[_LOAD_BYTES]), store_bytes=float(total[_STORE_BYTES]),
