@@ -5,11 +5,13 @@ test_adversarial.py verifies its twins: ``pipeline.verify`` on one hardware (h10
 ``expect: pass`` entries must pass.  ``expect: refused`` entries are false rejections recorded with
 their gate and reason: strict xfails that only count when the verifier refuses them for the recorded
 reason, so the test flips (XPASS fails) when the verifier learns to accept them, and fails outright
-if the refusal moves to another gate or reason.  Files run one at a time (the CPU is shared).
+if the refusal moves to another gate or reason.  The whole corpus is verified once per module, two
+at a time (as the adversarial corpus is), and each test reads its file's verdict.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -43,10 +45,18 @@ def _params():
             yield pytest.param(rel, id=rel)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _stop_fork_servers():
-    yield
-    shutdown_fork_servers()
+@pytest.fixture(scope="module")
+def verdicts():
+    """Every corpus entry verified (two at a time, one fork server each): rel -> VerifyResult."""
+    def one(rel):
+        task = load_task(TASKS / f"{rel.split('/')[0]}.yaml")
+        return rel, verify(task, (HERE / rel).read_text(), ["h100"], limits=default_limits(task, WALL_S))
+
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            yield dict(pool.map(one, sorted(CORPUS)))
+    finally:
+        shutdown_fork_servers()
 
 
 def test_corpus_entries_are_well_formed_and_nothing_is_orphaned():
@@ -70,10 +80,9 @@ def test_corpus_entries_are_well_formed_and_nothing_is_orphaned():
 @pytest.mark.slow
 @pytest.mark.sandbox
 @pytest.mark.parametrize("rel", list(_params()))
-def test_honest_kernel_passes_the_verifier(rel):
+def test_honest_kernel_passes_the_verifier(rel, verdicts):
     entry = CORPUS[rel]
-    task = load_task(TASKS / f"{rel.split('/')[0]}.yaml")
-    result = verify(task, (HERE / rel).read_text(), ["h100"], limits=default_limits(task, WALL_S))
+    result = verdicts[rel]
     if entry["expect"] == "refused" and not result.passed:
         if result.gate == entry["gate"] and entry["reason"] in result.reason:
             raise RecordedRefusal(f"{result.gate}: {result.reason}")

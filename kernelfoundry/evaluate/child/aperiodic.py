@@ -19,6 +19,7 @@ import numpy as np
 
 #: Bytes per hashed chunk: values of one chunk stay together (any load width up to 64 bytes).
 CHUNK = 64
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _M1, _M2, _GOLD = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB), np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -59,12 +60,16 @@ class AperiodicInputs:
         return cls(regions)
 
     def _lanes(self, ptrs: np.ndarray, mask: np.ndarray | None, elem_bytes: int):
-        addrs = ptrs.reshape(-1).astype(np.int64, copy=False)
+        addrs = ptrs.reshape(-1)
+        addrs = addrs.view(np.int64) if addrs.dtype == np.uint64 else addrs.astype(np.int64, copy=False)
         live = None if mask is None else np.broadcast_to(np.asarray(mask, dtype=bool), ptrs.shape).reshape(-1)
         for region in self.regions:
-            inside = (addrs >= region.start) & (addrs + elem_bytes <= region.end)
+            inside = (addrs >= region.start) & (addrs <= region.end - elem_bytes)
             if live is not None:
                 inside &= live
+            if inside.all():
+                yield region, None, addrs - region.start
+                continue
             lanes = np.flatnonzero(inside)
             if lanes.size:
                 yield region, lanes, addrs[lanes] - region.start
@@ -77,13 +82,23 @@ class AperiodicInputs:
 
     def rewrite(self, ptrs: np.ndarray, mask: np.ndarray | None, data: np.ndarray, elem_bytes: int) -> None:
         """Replace, in place, the lanes of a load's *data* that read a tiled input with its hashed bytes."""
-        if not self.regions or data.dtype.itemsize != elem_bytes or not data.flags.c_contiguous:
+        if not self.regions or data.dtype.itemsize != elem_bytes or not data.flags.c_contiguous \
+                or elem_bytes not in _UINT:
             return
-        out = data.reshape(-1).view(np.uint8).reshape(-1, elem_bytes)
+        out = data.reshape(-1).view(_UINT[elem_bytes])
         for region, lanes, offsets in self._lanes(ptrs, mask, elem_bytes):
             if region.written:
                 continue
-            byte = offsets[:, None] + np.arange(elem_bytes)
             chunks = region.tile.size // CHUNK
-            src = (mix((byte // CHUNK).astype(np.uint64) ^ region.salt) % np.uint64(chunks)).astype(np.int64) * CHUNK + byte % CHUNK
-            out[lanes] = region.tile[src]
+            within = offsets & (CHUNK - 1)
+            if np.any(within % elem_bytes):               # an element that straddles chunks: byte by byte
+                byte = offsets[:, None] + np.arange(elem_bytes)
+                src = (mix((byte // CHUNK).astype(np.uint64) ^ region.salt) % np.uint64(chunks)).astype(np.int64)
+                values = region.tile[src * CHUNK + byte % CHUNK].reshape(-1).view(_UINT[elem_bytes])
+            else:
+                src = (mix((offsets // CHUNK).astype(np.uint64) ^ region.salt) % np.uint64(chunks)).astype(np.int64)
+                values = region.tile.view(_UINT[elem_bytes])[(src * CHUNK + within) // elem_bytes]
+            if lanes is None:
+                out[:] = values
+            else:
+                out[lanes] = values
