@@ -1,9 +1,9 @@
-"""Large-tile GEMM (128x256x64 tiles, fp32 accumulation, grouped order) on shapes the tiles do not divide."""
+"""Large-tile GEMM (128x256 and 256x128 tiles, BLOCK_K 64, fp32 accumulation, grouped order): masked edges everywhere at the check shapes."""
 import torch
 import triton
 import triton.language as tl
 
-PARAMS = {"BLOCK_M": [128], "BLOCK_N": [256], "BLOCK_K": [64], "GROUP_M": [8], "num_warps": [8], "num_stages": [3]}
+PARAMS = {"BLOCK_M": [128, 256], "BLOCK_N": [256, 128], "BLOCK_K": [64], "GROUP_M": [8], "num_warps": [8], "num_stages": [3]}
 
 
 @triton.jit
