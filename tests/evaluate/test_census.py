@@ -177,3 +177,13 @@ def test_one_program_in_64_reading_sixteen_times_as_much_is_found_in_its_planned
     assert census.scale == 1.0                                            # the same planned trips
     assert census.traffic[0][0] == pytest.approx((4 * 16384 + 252 * 1024) / 256 / 1024)
     assert 1 not in census.traffic                                        # the output: as traced
+
+
+def test_a_sampled_census_charges_its_upper_confidence_bound():
+    """One heavy program in 64 (40x the work): a census of 256 that met only 2 of them (a quarter of
+    draws meet 2 or fewer) stood for 1.30x the light work, below the grid's 1.61x; its upper bound does not."""
+    works = [40 if i in (7, 200) else 1 for i in range(256)]
+    census = judge_census(_record(works), 10_000, 4, traced_work=1.0)
+    assert census.scale >= (63 + 40) / 64
+    # programs of equal work have no spread: the bound is the mean
+    assert judge_census(_record([5] * 256), 10_000, 4, traced_work=5.0).scale == 1.0

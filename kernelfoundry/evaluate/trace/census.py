@@ -29,6 +29,12 @@ CENSUS_PROGRAMS = 256
 #: The census scales a launch's counts only when its mean planned work exceeds the traced programs'
 #: by more than this fraction (their estimate is a weighted sample too).
 CENSUS_TOLERANCE = 0.05
+#: The census mean a sample stands for is its upper confidence bound, mean + this many standard errors:
+#: a kernel with one heavy program in 64 is found 4 times in 256 on average but 2 or fewer times in a
+#: quarter of the draws, which scored it up to 1.39x its honest twin (red team, sum_dim, seed 1).  Equal
+#: programs have no spread and are unchanged; honest programs of unequal work (causal attention) are
+#: charged a few percent more.
+CENSUS_SIGMAS = 2.0
 
 
 class CensusError(ValueError):
@@ -189,7 +195,10 @@ def judge_census(record: Any, num_programs: int, traced: int, traced_work: float
         return Census()
     work = np.array([planned_work(execs, trips) for _, execs, trips, _ in programs])
     mean = float(work.mean())
-    scale = mean / traced_work if traced_work > 0 and mean > (1.0 + CENSUS_TOLERANCE) * traced_work else 1.0
+    bound = mean                       # the whole grid ran: exact; a sample: its upper confidence bound
+    if len(programs) < num_programs and len(programs) > 1:
+        bound += CENSUS_SIGMAS * float(work.std(ddof=1)) / len(programs) ** 0.5
+    scale = bound / traced_work if traced_work > 0 and bound > (1.0 + CENSUS_TOLERANCE) * traced_work else 1.0
     traced_rows = record.get("traced")
     if not isinstance(traced_rows, list) or [r[0] if isinstance(r, list) and len(r) == 4 else None
                                              for r in traced_rows] != list(sampled):
