@@ -7,6 +7,7 @@ import os
 os.environ["TRITON_INTERPRET"] = "1"   # before anything imports triton
 
 import numpy as np
+import pytest
 import torch
 
 from kernelfoundry.evaluate.child.aperiodic import CHUNK, AperiodicInputs
@@ -41,14 +42,22 @@ def test_rewritten_loads_agree_with_each_other_keep_the_tiles_values_and_do_not_
     view.rewrite(np.array([base + 2, base + 4], dtype=np.uint64), None, half, 2)
     assert half.view(np.uint8).tobytes() == a.view(np.uint8).tobytes()[2:6]
     assert CHUNK == 64
-    # masked-off lanes keep what the load gave them; a written input reads memory from then on
+    # masked-off lanes keep what the load gave them
     data = np.full(2, 7.0, dtype=np.float32)
     view.rewrite(np.array([base, base + 4], dtype=np.uint64), np.array([False, True]), data, 4)
     assert data[0] == 7.0 and data[1] == a[1]
-    view.wrote(np.array([base], dtype=np.uint64), None, 4)
-    data = np.full(1, 7.0, dtype=np.float32)
-    view.rewrite(np.array([base], dtype=np.uint64), None, data, 4)
-    assert data[0] == 7.0
+    # a write materialises the chunks it touches first: what is written reads back, on top of the values
+    # the kernel read, and writing (an atomic add of 0, say) reveals nothing of the period
+    for row in (0, period):
+        view.wrote(np.array([base + row * COLS * 4], dtype=np.uint64), None, 4)
+    x[period, 0] = 5.0                                       # the kernel's write, after the hook
+    data = x.reshape(-1)[[0, period * COLS]].numpy().copy()     # the load reads memory, then the rewrite
+    view.rewrite(np.array([base, base + period * COLS * 4], dtype=np.uint64), None, data, 4)
+    assert data[0] == a[0] and data[1] == 5.0                # row 0 reads memory: its hashed value
+    assert not torch.equal(x[0, :16], x[period, :16])         # memory no longer repeats there
+    data = x[0, :16].numpy().copy()
+    view.rewrite(np.array([base + c * 4 for c in range(16)], dtype=np.uint64), None, data, 4)
+    assert np.array_equal(data, a[:16]) and torch.equal(x[0, :16], torch.from_numpy(a[:16]))
     mapping.release()
 
 
@@ -81,15 +90,21 @@ def launch(x, *, BLOCK):
 '''
 
 
-def test_a_kernel_that_looks_for_the_tiles_period_does_its_full_work_in_the_trace():
+@pytest.mark.parametrize("unlock", [False, True])
+def test_a_kernel_that_looks_for_the_tiles_period_does_its_full_work_in_the_trace(unlock):
     """The probe compares a row with the row 256 below it (one 2 MB tile of fp32 at 2048 columns):
-    equal only in a periodic trace input, where it would run one trip of its 8."""
+    equal only in a periodic trace input, where it would run one trip of its 8.  *unlock*: it first
+    adds 0 to the probed elements with atomics (writing into an input used to turn the rewrite off)."""
+    source = PERIOD_PROBE if not unlock else PERIOD_PROBE.replace(
+        "    here = tl.load(", "    tl.atomic_add(x_ptr + row * N + probe, 0.0)\n"
+        "    tl.atomic_add(x_ptr + ((row + 256) % R) * N + probe, 0.0)\n    here = tl.load(")
+    assert ("atomic_add" in source) == unlock
     task = task_from_dict({
         "name": "scale_rows", "reference": "import torch\ndef reference(x):\n    return x * 2\n",
         "inputs": {"x": {"shape": ["R", "N"], "dtype": "float32"}},
         "shapes": {"check": [{"R": 300, "N": 2048}], "target": [{"R": ROWS, "N": COLS}]},
         "tolerance": {"atol": 1e-6, "rtol": 1e-6}, "seeds": [__file__]})
-    gate, traces = trace_trusted(PERIOD_PROBE, task)
+    gate, traces = trace_trusted(source, task)
     assert gate.passed, gate.reason
     launch = traces[0].launches[0]
     assert launch.loop_trips == COLS // 256                  # every traced program ran all its trips

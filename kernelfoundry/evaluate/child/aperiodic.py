@@ -7,12 +7,16 @@ fingerprints a few elements of two rows could tell the trace from a check and sk
 tiled input are rewritten here: the bytes at offset ``o`` come from the tile's chunk
 ``mix(o // CHUNK) % chunks`` (a fixed 64-bit hash), so values keep the tile's distribution (the task's
 value profile, integer ranges included), every read of an address agrees with every other, and rows no
-longer repeat.  Memory itself is not touched (it stays one tile).  A kernel that writes into an input
-reads memory as it is from then on (what it wrote must read back), the rewrite is off for that input.
+longer repeat.  Memory itself stays one tile until a kernel writes into an input: before the write,
+the chunks it touches get their hashed bytes written into memory (materialised), and loads from them
+read memory from then on, so what a kernel writes reads back on top of the values it read.  Writing
+therefore reveals nothing: an ``atomic_add(x, 0.0)`` on two rows one tile apart leaves them as unequal
+as they were.
 """
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,7 +41,25 @@ class _Region:
     end: int
     tile: np.ndarray          # the tile's bytes (uint8)
     salt: np.uint64
-    written: bool = False
+    materialised: set[int] = field(default_factory=set)    # chunks whose hashed bytes are in memory
+
+    def source(self, chunks: np.ndarray) -> np.ndarray:
+        """The tile chunk each of *chunks* (chunk indices into the region) reads."""
+        return (mix(chunks.astype(np.uint64) ^ self.salt) % np.uint64(self.tile.size // CHUNK)).astype(np.int64)
+
+    def materialise(self, offsets: np.ndarray, elem_bytes: int) -> None:
+        """Write the hashed bytes of every chunk an access at *offsets* touches into memory, once."""
+        first, last = offsets // CHUNK, (offsets + elem_bytes - 1) // CHUNK
+        new = np.setdiff1d(np.union1d(first, last), np.fromiter(self.materialised, dtype=np.int64))
+        if not new.size:
+            return
+        memory = (ctypes.c_uint8 * (self.end - self.start)).from_address(self.start)
+        view = np.frombuffer(memory, dtype=np.uint8)
+        dst = (new[:, None] * CHUNK + np.arange(CHUNK)).reshape(-1)
+        src = (self.source(new)[:, None] * CHUNK + np.arange(CHUNK)).reshape(-1)
+        inside = dst < self.end - self.start                   # the tensor may end inside its last chunk
+        view[dst[inside]] = self.tile[src[inside]]
+        self.materialised.update(new.tolist())
 
 
 @dataclass
@@ -75,10 +97,10 @@ class AperiodicInputs:
                 yield region, lanes, addrs[lanes] - region.start
 
     def wrote(self, ptrs: np.ndarray, mask: np.ndarray | None, elem_bytes: int) -> None:
-        """A store or atomic: inputs it wrote into are read from memory from now on."""
+        """Before a store or atomic: the input chunks it touches get their hashed bytes in memory."""
         if self.regions:
-            for region, _, _ in self._lanes(ptrs, mask, elem_bytes):
-                region.written = True
+            for region, _, offsets in self._lanes(ptrs, mask, elem_bytes):
+                region.materialise(offsets, elem_bytes)
 
     def rewrite(self, ptrs: np.ndarray, mask: np.ndarray | None, data: np.ndarray, elem_bytes: int) -> None:
         """Replace, in place, the lanes of a load's *data* that read a tiled input with its hashed bytes."""
@@ -87,17 +109,22 @@ class AperiodicInputs:
             return
         out = data.reshape(-1).view(_UINT[elem_bytes])
         for region, lanes, offsets in self._lanes(ptrs, mask, elem_bytes):
-            if region.written:
-                continue
-            chunks = region.tile.size // CHUNK
+            if region.materialised:                       # written chunks read memory (what was written)
+                keep = ~(np.isin(offsets // CHUNK, np.fromiter(region.materialised, dtype=np.int64))
+                         | np.isin((offsets + elem_bytes - 1) // CHUNK, np.fromiter(region.materialised,
+                                                                                  dtype=np.int64)))
+                lanes = np.flatnonzero(keep) if lanes is None else lanes[keep]
+                offsets = offsets[keep]
+                if not offsets.size:
+                    continue
             within = offsets & (CHUNK - 1)
             if np.any(within % elem_bytes):               # an element that straddles chunks: byte by byte
                 byte = offsets[:, None] + np.arange(elem_bytes)
-                src = (mix((byte // CHUNK).astype(np.uint64) ^ region.salt) % np.uint64(chunks)).astype(np.int64)
-                values = region.tile[src * CHUNK + byte % CHUNK].reshape(-1).view(_UINT[elem_bytes])
+                values = region.tile[region.source(byte // CHUNK) * CHUNK + byte % CHUNK].reshape(-1).view(
+                    _UINT[elem_bytes])
             else:
-                src = (mix((offsets // CHUNK).astype(np.uint64) ^ region.salt) % np.uint64(chunks)).astype(np.int64)
-                values = region.tile.view(_UINT[elem_bytes])[(src * CHUNK + within) // elem_bytes]
+                values = region.tile.view(_UINT[elem_bytes])[(region.source(offsets // CHUNK) * CHUNK + within)
+                                                             // elem_bytes]
             if lanes is None:
                 out[:] = values
             else:

@@ -435,9 +435,9 @@ def _builder_hooks(builder: Any, session: Session) -> dict[str, Any]:
         return result
 
     def masked_store(ptrs, value, mask, cache_policy):
-        session.access("store", ptrs.data, mask.data, _elem_bytes(ptrs))
-        if session.aperiodic is not None:
+        if session.aperiodic is not None:      # before access: a re-run's undo restores materialised bytes
             session.aperiodic.wrote(ptrs.data, mask.data, _elem_bytes(ptrs))
+        session.access("store", ptrs.data, mask.data, _elem_bytes(ptrs))
         if track:
             session.mark_stored(_loaded_rank(value))
         return orig["create_masked_store"](ptrs, value, mask, cache_policy)
@@ -453,17 +453,17 @@ def _builder_hooks(builder: Any, session: Session) -> dict[str, Any]:
         return result
 
     def atomic_rmw(rmw_op, ptr, val, mask, sem, scope):
-        session.access("atomic", ptr.data, None if mask is None else mask.data, _elem_bytes(ptr))
         if session.aperiodic is not None:
             session.aperiodic.wrote(ptr.data, None if mask is None else mask.data, _elem_bytes(ptr))
+        session.access("atomic", ptr.data, None if mask is None else mask.data, _elem_bytes(ptr))
         if track:
             session.mark_stored(_loaded_rank(val))
         return loaded(orig["create_atomic_rmw"](rmw_op, ptr, val, mask, sem, scope), ptr.get_element_ty())
 
     def atomic_cas(ptr, cmp, val, sem, scope):
-        session.access("atomic", ptr.data, None, _elem_bytes(ptr))
         if session.aperiodic is not None:
             session.aperiodic.wrote(ptr.data, None, _elem_bytes(ptr))
+        session.access("atomic", ptr.data, None, _elem_bytes(ptr))
         if track:
             session.mark_stored(_loaded_rank(val))
         return loaded(orig["create_atomic_cas"](ptr, cmp, val, sem, scope), ptr.get_element_ty())
