@@ -41,7 +41,7 @@ class _Region:
     end: int
     tile: np.ndarray          # the tile's bytes (uint8)
     salt: np.uint64
-    materialised: set[int] = field(default_factory=set)    # chunks whose hashed bytes are in memory
+    materialised: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # chunks in memory (sorted)
 
     def source(self, chunks: np.ndarray) -> np.ndarray:
         """The tile chunk each of *chunks* (chunk indices into the region) reads."""
@@ -50,7 +50,7 @@ class _Region:
     def materialise(self, offsets: np.ndarray, elem_bytes: int) -> None:
         """Write the hashed bytes of every chunk an access at *offsets* touches into memory, once."""
         first, last = offsets // CHUNK, (offsets + elem_bytes - 1) // CHUNK
-        new = np.setdiff1d(np.union1d(first, last), np.fromiter(self.materialised, dtype=np.int64))
+        new = np.setdiff1d(np.union1d(first, last), self.materialised)
         if not new.size:
             return
         memory = (ctypes.c_uint8 * (self.end - self.start)).from_address(self.start)
@@ -59,7 +59,7 @@ class _Region:
         src = (self.source(new)[:, None] * CHUNK + np.arange(CHUNK)).reshape(-1)
         inside = dst < self.end - self.start                   # the tensor may end inside its last chunk
         view[dst[inside]] = self.tile[src[inside]]
-        self.materialised.update(new.tolist())
+        self.materialised = np.union1d(self.materialised, new)
 
 
 @dataclass
@@ -109,10 +109,9 @@ class AperiodicInputs:
             return
         out = data.reshape(-1).view(_UINT[elem_bytes])
         for region, lanes, offsets in self._lanes(ptrs, mask, elem_bytes):
-            if region.materialised:                       # written chunks read memory (what was written)
-                keep = ~(np.isin(offsets // CHUNK, np.fromiter(region.materialised, dtype=np.int64))
-                         | np.isin((offsets + elem_bytes - 1) // CHUNK, np.fromiter(region.materialised,
-                                                                                  dtype=np.int64)))
+            if region.materialised.size:                  # written chunks read memory (what was written)
+                keep = ~(np.isin(offsets // CHUNK, region.materialised)
+                         | np.isin((offsets + elem_bytes - 1) // CHUNK, region.materialised))
                 lanes = np.flatnonzero(keep) if lanes is None else lanes[keep]
                 offsets = offsets[keep]
                 if not offsets.size:

@@ -87,18 +87,20 @@ def _stands_for(execs: list[Any], trips: list[Any]) -> tuple[list[Any], list[flo
     return loops, stands_for
 
 
+def _work(loops: list[Any], stands_for: list[float]) -> float:
+    return 1.0 + sum(float(n) * stands_for[parent] for _, _, n, parent, _, _ in loops)
+
+
 def planned_work(execs: list[Any], trips: list[Any]) -> float:
     """A program's planned work: 1 + the trips its loops would make, from a run whose loops took their
     first trips only (that trip stands for all *n*, so a nested loop counts once per trip of the loops
     around it)."""
-    loops, stands_for = _stands_for(execs, trips)
-    return 1.0 + sum(float(n) * stands_for[parent] for _, _, n, parent, _, _ in loops)
+    return _work(*_stands_for(execs, trips))
 
 
-def program_bytes(execs: list[Any], trips: list[Any], io: Any, n_tensors: int) -> tuple[np.ndarray, np.ndarray]:
+def program_bytes(stands_for: list[float], io: Any, n_tensors: int) -> tuple[np.ndarray, np.ndarray]:
     """A census run's bytes per tensor, ``[tensor, (loaded, written)]``: as run (loops cut to their first
-    trip) and as planned (each trip's bytes times the trips it stands for)."""
-    _, stands_for = _stands_for(execs, trips)
+    trip) and as planned (each trip's bytes times the trips it stands for, from :func:`_stands_for`)."""
     ran, planned = np.zeros((n_tensors, 2)), np.zeros((n_tensors, 2))
     if not isinstance(io, list):
         raise CensusError("a census program's bytes are malformed")
@@ -193,7 +195,8 @@ def judge_census(record: Any, num_programs: int, traced: int, traced_work: float
         raise CensusError(f"the census ran {len(programs)} programs of {num_programs}, not {expected}")
     if not programs:
         return Census()
-    work = np.array([planned_work(execs, trips) for _, execs, trips, _ in programs])
+    parsed = [_stands_for(execs, trips) for _, execs, trips, _ in programs]      # each program parsed once
+    work = np.array([_work(loops, stands_for) for loops, stands_for in parsed])
     mean = float(work.mean())
     bound = mean                       # the whole grid ran: exact; a sample: its upper confidence bound
     if len(programs) < num_programs and len(programs) > 1:
@@ -203,8 +206,8 @@ def judge_census(record: Any, num_programs: int, traced: int, traced_work: float
     if not isinstance(traced_rows, list) or [r[0] if isinstance(r, list) and len(r) == 4 else None
                                              for r in traced_rows] != list(sampled):
         raise CensusError("the census did not run the traced programs")
-    census_bytes = [program_bytes(execs, trips, io, n_tensors) for _, execs, trips, io in programs]
-    traced_bytes = [program_bytes(execs, trips, io, n_tensors) for _, execs, trips, io in traced_rows]
+    census_bytes = [program_bytes(stands_for, p[3], n_tensors) for p, (_, stands_for) in zip(programs, parsed)]
+    traced_bytes = [program_bytes(_stands_for(execs, trips)[1], io, n_tensors) for _, execs, trips, io in traced_rows]
     traffic = traffic_factors([b[1] for b in census_bytes], [b[1] for b in traced_bytes], list(weights), scale)
     coverage = coverage_factors([b[0] for b in census_bytes], [b[0] for b in traced_bytes], list(weights), traffic,
                                 scale)
