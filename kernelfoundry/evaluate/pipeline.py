@@ -19,6 +19,7 @@ See ``docs/verifier.md`` for the threat model.
 from __future__ import annotations
 
 import math
+import signal
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,6 +30,7 @@ from ..task import Task
 from ..sandbox.channel import DATA_FILE, BlobReader
 from .judge.correctness import Judge, MalformedReport, plan_runs
 from .judge.anticheat import hack_gate
+from ..harness.loader import WALL_FACTOR
 from ..harness.payload import child_task
 from ..records import INCONCLUSIVE, ConfigTrace, GateResult, VerifyResult
 from ..sandbox import GiB, SandboxIsolationError, SandboxLimits, SandboxOutcome, run_sandboxed
@@ -53,16 +55,21 @@ def default_limits(task: Task, timeout_s: float = DEFAULT_TIMEOUT_S) -> SandboxL
     (large inputs repeat one tile, see :mod:`tiled`), so virtual memory is sized as
     4 GiB plus three times the largest target input set; real memory is held to 4 GB
     by the RSS watchdog.
+
+    *timeout_s* is CPU time, so a verdict does not change with the machine's load; the wall-clock
+    limit, WALL_FACTOR times that, stops a job that waits instead of computing.
     """
     largest = max(task.input_bytes(env) for env in task.target_shapes)
-    return SandboxLimits(wall_s=timeout_s, address_space_bytes=max(8 * GiB, 4 * GiB + 3 * largest))
+    return SandboxLimits(cpu_s=timeout_s, wall_s=WALL_FACTOR * timeout_s,
+                         address_space_bytes=max(8 * GiB, 4 * GiB + 3 * largest))
 
 
-def child_timeouts(wall_s: float) -> dict[str, float]:
-    """The child's own per-launch and per-trace limits, inside the sandbox's wall limit,
+def child_timeouts(limits: SandboxLimits) -> dict[str, float]:
+    """The child's own per-launch and per-trace limits (CPU seconds), inside the sandbox's CPU limit,
     so that a hang is reported by the gate it happened in."""
-    return {"launch_timeout_s": max(1.0, min(30.0, 0.25 * wall_s)),
-            "trace_timeout_s": max(1.0, min(60.0, 0.4 * wall_s))}
+    budget = limits.cpu_s if limits.cpu_s is not None else limits.wall_s
+    return {"launch_timeout_s": max(1.0, min(30.0, 0.25 * budget)),
+            "trace_timeout_s": max(1.0, min(60.0, 0.4 * budget))}
 
 
 def check_hardware(names: list[str]) -> None:
@@ -116,7 +123,7 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
     configs = kernel_configs(space, cap=max(1, max_kernel_configs), seed=seed)
     base = {"source": source, "task": child_task(task.to_dict()), "kernel_configs": configs,
             "hints": {n: space[n][0] for n in HINT_PARAMS if n in space}, "seed": seed,
-            **child_timeouts(limits.wall_s)}
+            **child_timeouts(limits)}
 
     def stop(traces: list[ConfigTrace] | None = None) -> VerifyResult:
         # the space is the driver's own static parse, never the child's
@@ -167,7 +174,7 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
         load, report = read_job(traced, "trace")
         if not load[-1].passed:                # it loaded for the checks: a failure now belongs to a later gate
             details, reason = dict(load[-1].details), load[-1].reason
-            if traced.killed_by in ("memory", "wall"):      # the trace's own cost, at the target shapes
+            if traced.killed_by in ("memory", "wall") or traced.signal == signal.SIGXCPU:   # the trace's own cost
                 details["inconclusive"], reason = True, f"{INCONCLUSIVE} ({reason})"
             gates.append(GateResult(name="trace", passed=False, reason=reason, seconds=load[-1].seconds,
                                     details=details))

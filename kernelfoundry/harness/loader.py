@@ -34,23 +34,42 @@ class CandidateTimeout(BaseException):
     """A call into the candidate ran past its time limit (BaseException: hard to swallow)."""
 
 
+#: A call's time limit counts the child's CPU seconds, so that a verdict does not depend on what else
+#: the machine runs (search workers, other jobs); a call that blocks instead of computing is stopped
+#: at WALL_FACTOR times the limit of wall-clock time.
+WALL_FACTOR = 3.0
+
+
 @contextmanager
-def time_limit(seconds: float | None, what: str) -> Iterator[None]:
-    """Raise :class:`CandidateTimeout` in the main thread after *seconds* (no-op elsewhere)."""
+def time_limit(seconds: float | None, what: str, *, cpu: bool = True) -> Iterator[None]:
+    """Raise :class:`CandidateTimeout` in the main thread once the process has used *seconds* of CPU
+    time in the block, or WALL_FACTOR x *seconds* of wall time (no-op outside the main thread).
+
+    ``cpu=False``: *seconds* of wall time (a launch that waits on a device, where CPU time says nothing)."""
     if not seconds or threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def on_alarm(signum, frame):
+    def on_limit(signum, frame):
+        if signum == signal.SIGPROF:
+            raise CandidateTimeout(f"{what} did not finish within {seconds:g} s of CPU time")
+        raise CandidateTimeout(f"{what} did not finish within {seconds * WALL_FACTOR:g} s "
+                               f"(wall clock; it used less than {seconds:g} s of CPU time: it waited)")
+
+    def on_wall(signum, frame):
         raise CandidateTimeout(f"{what} did not finish within {seconds:g} s")
 
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous = {sig: signal.signal(sig, on_limit if cpu else on_wall) for sig in (signal.SIGPROF, signal.SIGALRM)}
+    if cpu:
+        signal.setitimer(signal.ITIMER_PROF, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds * WALL_FACTOR if cpu else seconds)
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

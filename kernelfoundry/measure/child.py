@@ -61,7 +61,7 @@ def _launch(loaded, inputs, params: dict[str, Any], device: str, timeout: float)
     from ..harness.guard import DispatchGuard
     from ..harness.loader import time_limit
     guard = contextlib.nullcontext() if device == "cpu" else DispatchGuard(poison_empty=True)
-    with time_limit(timeout, "launch"), guard:
+    with time_limit(timeout, "launch", cpu=False), guard:
         result = loaded.launch(*inputs, **params)
     items = list(result) if isinstance(result, (tuple, list)) else [result]
     for i, item in enumerate(items):

@@ -75,7 +75,31 @@ def test_payload_configs_and_tune_off(monkeypatch):
 def test_default_limits_hold_the_target_tensors():
     assert default_limits(SOFTMAX).address_space_bytes >= 4 * GiB + 3 * 6 * GiB   # 6 GiB input
     assert default_limits(MATMUL).address_space_bytes == 8 * GiB
-    assert default_limits(SOFTMAX, 30.0).wall_s == 30.0
+    # the timeout is CPU time (a verdict must not follow the machine's load); wall time is the backstop
+    assert default_limits(SOFTMAX, 30.0).cpu_s == 30.0 and default_limits(SOFTMAX, 30.0).wall_s == 90.0
+
+
+def test_child_time_limits_count_cpu_seconds_and_stop_a_waiting_call_on_the_wall_clock():
+    import time
+
+    from kernelfoundry.harness.loader import WALL_FACTOR, CandidateTimeout, time_limit
+    start = time.monotonic()
+    with pytest.raises(CandidateTimeout, match="launch did not finish within 0.3 s of CPU time"):
+        with time_limit(0.3, "launch"):
+            while True:                                  # computing: the CPU limit stops it
+                pass
+    assert time.monotonic() - start < 0.3 * WALL_FACTOR
+    start = time.monotonic()
+    with pytest.raises(CandidateTimeout, match="it waited"):
+        with time_limit(0.2, "launch"):
+            time.sleep(5)                                # waiting uses no CPU: the wall backstop stops it
+    assert 0.2 * WALL_FACTOR - 0.05 < time.monotonic() - start < 2.0
+    with pytest.raises(CandidateTimeout, match=r"within 0.2 s$"):
+        with time_limit(0.2, "launch", cpu=False):       # a device launch: wall time
+            time.sleep(5)
+    with time_limit(5, "launch"):                        # a call inside its limit is left alone
+        sum(range(1000))
+    time.sleep(0.7)                                      # and no timer outlives the block
 
 
 def _outcome(result, **kw):
