@@ -14,7 +14,7 @@ FAST_P = (0.0, 1.0, 1.5, 2.0)
 LEVEL_WEIGHTS = {1: 0.2, 2: 0.3, 3: 0.5}
 CSV_FIELDS = ("task", "level", "method", "seed", "budget", "n_candidates", "n_correct", "correctness_rate",
               "best_objective", "seed_objective", "sol_fraction", "qd_score", "coverage", "num_elites", "llm_cost_usd",
-              "verdicts_cached", "compile_pass", "compile_cache_hits", "compile_cache_misses", "candidates_to_best",
+              "verdicts_cached", "inconclusive", "compile_pass", "compile_cache_hits", "compile_cache_misses", "candidates_to_best",
               "anytime_best", "seconds", "run_dir")
 NEAR_BEST = 0.99        # candidates_to_best: the first candidate within 1% of the run's best
 
@@ -45,7 +45,7 @@ def row_from_run(run_dir: Path, *, method: str, seed: int, summary: dict[str, An
             "sol_fraction": ";".join(f"{k}={v}" for k, v in sol.items()),
             "qd_score": round(summary["qd_score"], 4), "coverage": round(summary["coverage"], 4),
             "num_elites": summary["num_elites"], "llm_cost_usd": summary["llm"]["cost_usd"],
-            "verdicts_cached": summary.get("verdicts_cached", 0),
+            "verdicts_cached": summary.get("verdicts_cached", 0), "inconclusive": summary.get("inconclusive", 0),
             "compile_pass": ";".join(f"{hw}={ok}/{n}" for hw, (ok, n) in compiled["pass"].items()),
             "compile_cache_hits": compiled["hits"], "compile_cache_misses": compiled["misses"],
             **anytime, "seconds": round(seconds, 1), "run_dir": str(run_dir)}
@@ -243,6 +243,7 @@ def write_report(out: Path, rows: list[dict[str, Any]], *, suite: str, budget: i
         *compiled, "",
         "## Verifier seconds per gate (every candidate of every run that reached the gate)", "",
         *_gate_seconds_table(rows), "",
+        *_inconclusive_lines(rows), "",
         *(["## Runs left out", "", *[f"- {r}" for r in left_out], ""] if left_out else []),
         *_unstarted_section(unstarted),
         "## Curves", "", *[f"![{p.stem}]({p.name})" for p in plots], ""])
@@ -381,6 +382,16 @@ def _gate_seconds_table(rows: list[dict[str, Any]]) -> list[str]:
     table += [f"| {name} | {v['n']} | {v['median']:.2f} | {v['p90']:.2f} | {v['total']:.0f} |"
               for name, v in summary.items()]
     return table
+
+
+def _inconclusive_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """How many verdicts the verifier's own memory or time limits decided, in all and per run."""
+    hit = [r for r in rows if int(r.get("inconclusive") or 0)]
+    total = sum(int(r.get("inconclusive") or 0) for r in rows)
+    n = sum(int(r.get("n_candidates") or 0) for r in rows)
+    lines = [f"Inconclusive verdicts (the verifier's own memory or time limit; not charged to the kernel or its "
+             f"operator): {total} of {n} candidates."]
+    return lines + [f"- {r['task']} / {r['method']} / seed {r['seed']}: {r['inconclusive']}" for r in hit]
 
 
 def _sol_table(rows: list[dict[str, Any]], methods: list[str]) -> list[str]:

@@ -56,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed for inputs and config sampling (default: derived from the source, as in "
                         "evolve runs, so a run's kernel gets the objective the run reported)")
     p.add_argument("--timeout", type=float, default=120.0, metavar="S",
-                   help="wall-clock limit in seconds for the sandboxed checks (default 120)")
+                   help="CPU seconds each sandboxed job may use (default 120); a job that waits instead of "
+                        "computing is stopped at 3x that in wall-clock time")
     p.add_argument("--max-kernel-configs", type=int, default=8, metavar="N",
                    help="kernel configs (non-hint PARAMS combinations) checked and traced (default 8)")
     p.add_argument("--traces", action="store_true", help="with --json, include the raw traces")

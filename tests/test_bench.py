@@ -38,6 +38,8 @@ def test_tiny_suite_all_methods_end_to_end(tmp_path, ray_local, monkeypatch, cap
     assert "## Compile pass rate per hardware" in report and "Compile cache:" in report
     gate_table = report.split("## Verifier seconds per gate")[1]
     assert "| correctness | " in gate_table and "| trace | " in gate_table    # seconds pooled over the runs
+    assert all(r["inconclusive"] == "0" for r in rows)
+    assert "Inconclusive verdicts (the verifier's own memory or time limit" in gate_table
     assert (out / "best_objective.png").stat().st_size > 0 and (out / "qd_score.png").stat().st_size > 0
     # a second invocation with the same --out resumes: finished runs are not re-evaluated
     assert bench_main([str(suite), "--methods", "greedy", "--seeds", "0", "--workers", "1",
@@ -273,3 +275,23 @@ def test_leave_one_out_verdict_ties_differences_below_half_a_percent():
     assert _compare(25.040, 25.039) == "tie"          # the same kernels found in another order
     assert _compare(80.33, 76.50) == "win" and _compare(78.59, 80.40) == "loss"
     assert _compare(0.0, 0.0) == "tie"
+
+
+def test_inconclusive_verdicts_are_counted_in_all_and_named_per_run():
+    rows = [{"task": "a", "method": "greedy", "seed": 0, "n_candidates": 12, "inconclusive": 2},
+            {"task": "b", "method": "greedy", "seed": 0, "n_candidates": 10, "inconclusive": "0"},
+            {"task": "c", "method": "greedy", "seed": 1, "n_candidates": 5}]      # a results.csv from before
+    lines = bench_report._inconclusive_lines(rows)
+    assert lines[0].endswith(": 2 of 27 candidates.") and lines[1:] == ["- a / greedy / seed 0: 2"]
+
+
+@pytest.mark.parametrize("name", ["smoke", "full", "related", "kernelbench_level1_sample"])
+def test_every_shipped_suite_loads_and_names_existing_files(name):
+    from kernelfoundry.bench import load_suite
+    path = REPO_DIR / "experiments" / "suites" / f"{name}.yaml"
+    if name.startswith("kernelbench") and not (REPO_DIR.parent / "shared" / "kernelbench").is_dir():
+        pytest.skip(f"KernelBench problems not found at {REPO_DIR.parent / 'shared' / 'kernelbench'}")
+    suite = load_suite(path)
+    assert suite.tasks and all(p.is_file() for p in suite.tasks)
+    if name == "kernelbench_level1_sample":
+        assert len(suite.tasks) == 20 == len(set(suite.tasks)) and suite.budget == 12

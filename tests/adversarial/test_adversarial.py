@@ -23,8 +23,10 @@ HERE = Path(__file__).resolve().parent
 TASKS = HERE.parents[1] / "experiments" / "tasks"
 EXPECTED = yaml.safe_load((HERE / "expected.yaml").read_text())
 #: A guard against a hang or a runaway candidate, not a speed target (that is bench_verifier's job):
-#: the corpus takes about 70 s on 2 quiet cores.
-BUDGET_S = 300.0
+#: the corpus takes about 150 s on 2 quiet cores and about 320 s beside another test worker.
+BUDGET_S = 900.0
+#: The same guard per candidate (the slowest takes about 15 s on 2 quiet cores).
+CANDIDATE_BUDGET_S = 90.0
 
 
 def _processes_of(uids: set[int]) -> list[int]:
@@ -159,7 +161,7 @@ def test_candidate_rejected_by_the_right_gate(corpus_results, rel):
     assert any(r in result.reason for r in reasons), f"{rel}: reason was: {result.reason}"
     if expected.get("runtime"):
         assert result.gates[0].name == "hack" and result.gates[0].passed, f"{rel} should pass the static gate"
-    assert seconds < 30, f"{rel} took {seconds:.1f} s"
+    assert seconds < CANDIDATE_BUDGET_S, f"{rel} took {seconds:.1f} s"
 
 
 def test_corpus_runs_in_budget_and_leaves_machine_clean(corpus_results):
