@@ -204,6 +204,9 @@ class VerifyResult:
         return cls(passed=False, gate=gate, reason=reason, gates=gates, seconds=seconds)
 
 
+#: The words a child's time-limit message ends with when the call used up its CPU time (harness.loader).
+CPU_TIME_LIMIT = "s of CPU time"
+
 #: The reason a verdict gives when the verifier's own limit, not the kernel, ended a gate.
 INCONCLUSIVE = "inconclusive: the verifier reached its own limit, no fault was found in the kernel"
 

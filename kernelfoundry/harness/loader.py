@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator
 from ..candidate import ParamSpaceError, parse_param_space
 from ..task import Task
 from .arms import ARM_HELPER, _kf_arm, compile_host
-from ..records import GateResult
+from ..records import CPU_TIME_LIMIT, GateResult
 
 MAX_REASON_CHARS = 600
 
@@ -52,9 +52,9 @@ def time_limit(seconds: float | None, what: str, *, cpu: bool = True) -> Iterato
 
     def on_limit(signum, frame):
         if signum == signal.SIGPROF:
-            raise CandidateTimeout(f"{what} did not finish within {seconds:g} s of CPU time")
+            raise CandidateTimeout(f"{what} did not finish within {seconds:g} {CPU_TIME_LIMIT}")
         raise CandidateTimeout(f"{what} did not finish within {seconds * WALL_FACTOR:g} s "
-                               f"(wall clock; it used less than {seconds:g} s of CPU time: it waited)")
+                               f"of wall-clock time: it waited, using less than {seconds:g} CPU seconds")
 
     def on_wall(signum, frame):
         raise CandidateTimeout(f"{what} did not finish within {seconds:g} s")

@@ -30,8 +30,9 @@ TRIP_BUDGET = 128
 DEFAULT_BLOCK = 256
 #: Dimensions with one program per element get this many programs.
 ROWS = 3
-#: The grid-span shape's grid asks for about this many programs.
+#: The grid-span shape's grid asks for about this many programs, and runs at most GRID_PROGRAMS_MAX.
 GRID_PROGRAMS = 64
+GRID_PROGRAMS_MAX = 4 * GRID_PROGRAMS
 
 
 def block_size(config: dict[str, Any]) -> int:
@@ -82,8 +83,8 @@ def launch_tiles(probe: dict[str, Any], symbols: list[str]) -> list[dict[str, fl
 
 def _frame(task: Task, config: dict[str, Any], probe: dict[str, Any]):
     """What the span and long-row shapes start from: (symbols, per-launch tiles, the config's block,
-    the largest target shape, grid dimensions, loop dimensions); None without symbols or targets.
-    An unusable probe counts every dimension as a loop dimension."""
+    the largest target shape, grid dimensions, loop dimensions, the programs counter); None without
+    symbols or targets.  An unusable probe counts every dimension as a loop dimension."""
     symbols = shape_symbols(task)
     if not symbols or not task.target_shapes:
         return None
@@ -92,13 +93,28 @@ def _frame(task: Task, config: dict[str, Any], probe: dict[str, Any]):
     env = {k: int(v) for k, v in target.items()}
     grid = [d for d in symbols if any(not math.isinf(t[d]) for t in launches)]
     loops = [d for d in symbols if d not in grid]
-    return symbols, launches, block_size(config), env, grid, loops
+    return symbols, launches, block_size(config), env, grid, loops, _counter(probe, grid, launches)
 
 
-def _programs(env: dict[str, int], grid: list[str], launches: list[dict[str, float]]) -> int:
-    """Programs the launches run at *env*, summed."""
-    return sum(math.prod(max(1, math.ceil(env[d] / tiles[d])) for d in grid if not math.isinf(tiles[d]))
-               for tiles in launches)
+def _counter(probe: dict[str, Any], grid: list[str], launches: list[dict[str, float]]):
+    """``programs(env)``: the programs the launches run at *env*, summed, scaled from the probe's own
+    count at its base shape, so that what the grid does not tile along a symbol (a fixed batch folded
+    into the programs, a halo) is counted too."""
+    base, totals = probe.get("base") or {}, probe.get("programs")
+    usable = isinstance(totals, list) and len(totals) == len(launches) and \
+        all(isinstance(p, int) and p > 0 for p in totals)
+
+    def programs(env: dict[str, int]) -> float:
+        out = 0.0
+        for i, tiles in enumerate(launches):
+            count = float(totals[i]) if usable else 1.0
+            for d in grid:
+                if not math.isinf(tiles[d]):
+                    at_base = max(1, math.ceil(float(base.get(d, 1)) / tiles[d])) if usable else 1
+                    count *= max(1, math.ceil(env[d] / tiles[d])) / at_base
+            out += count
+        return out
+    return programs
 
 
 def span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dict[str, int] | None:
@@ -109,24 +125,27 @@ def span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dic
     frame = _frame(task, config, probe)
     if frame is None:
         return None
-    symbols, launches, block, env, grid, loops = frame
+    symbols, launches, block, env, grid, loops, programs = frame
     for d in grid:                          # a few programs along a grid dimension, in its finest tiling
         t = min(tiles[d] for tiles in launches)
         env[d] = min(env[d], ROWS if t < 2 else 2 * math.ceil(t) + 3)
-    programs = _programs(env, grid, launches)
     floor = {d: min(env[d], 2 * block + 3) for d in loops}
 
     def over(values: dict[str, int]) -> bool:
         blocks = math.prod(max(1.0, values[d] / block) for d in loops) if loops else 1.0
-        return _elements(task, values) > ELEMENT_BUDGET or programs * blocks > TRIP_BUDGET
+        return _elements(task, values) > ELEMENT_BUDGET or programs(values) * blocks > TRIP_BUDGET
 
-    for relax in (False, True):
+    # Loop dimensions first, down to two blocks and a tail; then, when the grid alone is over the budget
+    # (a fixed batch folded into the programs), fewer programs along grid dimensions; loop dimensions
+    # below two blocks only last: rows that span blocks are what the run is for.
+    for dims, low in ((loops, floor), (grid, {d: min(env[d], ROWS) for d in grid}),
+                      (loops, {d: min(env[d], ROWS) for d in loops})):
         while over(env):
-            shrinkable = [d for d in loops if env[d] > (min(env[d], ROWS) if relax else floor[d])]
+            shrinkable = [d for d in dims if env[d] > low[d]]
             if not shrinkable:
                 break
             d = max(shrinkable, key=lambda s: env[s])
-            env[d] = max(ROWS if relax else floor[d], env[d] // 2 + 1)
+            env[d] = max(low[d], env[d] // 2 + 1)
     return _finish(task, env, symbols)
 
 
@@ -163,6 +182,10 @@ def grid_span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -
     while _elements(task, env) > ELEMENT_BUDGET and any(env[d] > ROWS for d in loops):
         d = max((d for d in loops if env[d] > ROWS), key=lambda s: env[s])
         env[d] = max(ROWS, env[d] // 2 + 1)
+    programs = _counter(probe, grid, launches)
+    while programs(env) > GRID_PROGRAMS_MAX and any(env[d] > ROWS for d in grid):   # a fixed batch, a halo
+        d = max((d for d in grid if env[d] > ROWS), key=lambda s: env[s])
+        env[d] = max(ROWS, env[d] // 2 + 1)
     return _finish(task, env, symbols)
 
 
@@ -182,11 +205,11 @@ def long_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dic
     frame = _frame(task, config, probe)
     if frame is None:
         return None
-    symbols, launches, block, env, grid, loops = frame
+    symbols, launches, block, env, grid, loops, count = frame
     for d in grid:
         t = min(tiles[d] for tiles in launches)
         env[d] = min(env[d], 2 if t < 2 else math.ceil(t) + 1)
-    programs = _programs(env, grid, launches)
+    programs = count(env)
 
     # With grid dimensions known, the loop dimensions are one row walked in blocks (a LayerNorm's
     # F x D1 x D2).  With none (a one-program or failed probe: a GEMM whose check shapes fit one tile),

@@ -55,6 +55,9 @@ def confirm_gate(task: Any, traces: list[ConfigTrace], score: Any, *, probes: An
             return GateResult(name="sandbox", passed=False, seconds=time.perf_counter() - start,
                               reason=f"the sandboxed checks returned a malformed result ({str(exc)[:300]}).")
         if not verdict.passed:
+            if verdict.details.get("inconclusive"):       # a span run out of its CPU time: the verifier's limit
+                return GateResult(name="confirm", passed=False, seconds=time.perf_counter() - start,
+                                  reason=verdict.reason, details={**details, "inconclusive": True})
             return GateResult(name="confirm", passed=False, seconds=time.perf_counter() - start,
                               reason=f"a config the model picked fails where rows span several blocks: {verdict.reason}",
                               details=details)

@@ -31,7 +31,7 @@ from ...candidate import config_key
 from ...task import Task
 from ...sandbox.channel import BlobReader, ChannelError
 from ...harness.inputs import LONG_PROFILE, WIDE_ONLY, InputFactory, digest, profiles_for
-from ...records import GateResult
+from ...records import CPU_TIME_LIMIT, INCONCLUSIVE, GateResult
 from ..contract.span_shape import block_size, grid_span_shape, long_shape, span_shape
 
 
@@ -379,9 +379,14 @@ class Judge:
                     raise CheckFailure(error[:2000])
                 self.check(planned, records[index], blob)
             except CheckFailure as exc:
-                return GateResult(name="correctness", passed=False, reason=f"{run}: {exc}",
-                                  seconds=time.perf_counter() - start,
-                                  details={"runs": index + 1, "failed_run": index})
+                details: dict[str, Any] = {"runs": index + 1, "failed_run": index}
+                reason = f"{run}: {exc}"
+                if planned.get("span") and index >= len(records) and CPU_TIME_LIMIT in str(exc):
+                    # the span shapes are sized by the verifier's estimate of the interpreter's cost: a run
+                    # there that uses up its CPU time is the verifier's limit (checked shapes passed)
+                    details["inconclusive"], reason = True, f"{INCONCLUSIVE} ({reason})"
+                return GateResult(name="correctness", passed=False, reason=reason,
+                                  seconds=time.perf_counter() - start, details=details)
         return GateResult(name="correctness", passed=True, seconds=time.perf_counter() - start,
                           details={"runs": len(self.plan), "span_runs": sum(1 for r in self.plan if r.get("span")),
                                    "profiles": sorted({r["profile"] for r in self.plan}),
