@@ -88,3 +88,43 @@ def test_work_hidden_on_rare_trips_is_counted_as_if_everything_were_dense(softma
     assert (lazy.passed, lazy.gate) == (eager.passed, eager.gate) == (True, None)
     assert lazy.objective == pytest.approx(eager.objective, rel=1e-9)
     assert next(g for g in lazy.gates if g.name == "trace").details["densified"] >= 1
+
+
+def _with_output_coverage(trace, fraction):
+    """*trace* as if its sampled programs had stored *fraction* of their output bytes (edge tiles only)."""
+    import copy
+    low = copy.deepcopy(trace)
+    for launch in low.launches:
+        for traffic in launch.traffic.values():
+            if traffic.role.startswith("output:"):
+                traffic.unique_store_bytes *= fraction
+    return low
+
+
+def test_a_provisional_trace_is_judged_for_coverage_only_once_it_is_dense(softmax):
+    """A provisional trace runs no census, whose correction of edge tiles only scales counts up: a
+    provisional trace whose samples caught edge tiles is traced densely before its coverage is judged
+    (KernelBench's transposed 3D convolutions were refused at 66.7% this way)."""
+    from kernelfoundry.candidate import parse_param_space
+    from kernelfoundry.records import GateResult
+    sparse, sparse_blob = _raw_trace(softmax, NAIVE, dense=False)
+    dense, dense_blob = _raw_trace(softmax, NAIVE, dense=True)
+    edge_only = _with_output_coverage(build_config_trace(sparse, sparse_blob, dense=False), 0.5)
+    full = build_config_trace(dense, dense_blob, dense=True)
+    space = parse_param_space(NAIVE)
+    asked = []
+
+    def densify(todo):
+        asked.append([config_key(c) for c in todo])
+        return GateResult(name="trace", passed=True), [full]
+
+    ok = pipeline.score_and_describe(softmax, [edge_only], space, ["h100"], [], seed=0, seconds_so_far=0.0,
+                                     densify=densify)
+    assert ok.passed and asked == [[config_key(full.config)]]
+    # the same coverage in a dense trace is refused, and a dense trace that stays low after densifying too
+    dense_low = _with_output_coverage(full, 0.5)
+    bad = pipeline.score_and_describe(softmax, [dense_low], space, ["h100"], [], seed=0, seconds_so_far=0.0)
+    assert not bad.passed and bad.gate == "model" and "distinct bytes into output 0" in bad.reason
+    still = pipeline.score_and_describe(softmax, [edge_only], space, ["h100"], [], seed=0, seconds_so_far=0.0,
+                                        densify=lambda todo: (GateResult(name="trace", passed=True), [dense_low]))
+    assert not still.passed and "distinct bytes into output 0" in still.reason
