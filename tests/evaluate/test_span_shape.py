@@ -73,3 +73,11 @@ def test_a_span_run_out_of_cpu_time_is_inconclusive_and_a_checked_shape_or_an_er
                                "CPU seconds")):
         gate = _judged(span, error)
         assert not gate.passed and not gate.details.get("inconclusive"), (span, error)
+
+
+def test_a_grid_padded_by_the_kernel_costs_it_no_span():
+    """A kernel that pads its grid to 257 programs (tests/adversarial/softmax/span_grid_padding.py) makes
+    the probe count many programs at every size: the rows still span blocks."""
+    padded = {"base": {"M": 64, "N": 1000}, "programs": [257], "ones": {"M": [257], "N": [257]}}
+    env = span_shape(SOFTMAX, {"BLOCK_N": 1024}, padded)
+    assert env is not None and env["N"] > 1024                   # two blocks, one of them ragged

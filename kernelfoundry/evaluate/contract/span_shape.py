@@ -117,6 +117,12 @@ def _counter(probe: dict[str, Any], grid: list[str], launches: list[dict[str, fl
     return programs
 
 
+def _tiled_programs(env: dict[str, int], grid: list[str], launches: list[dict[str, float]]) -> int:
+    """Programs the launches' tiles along the grid dimensions account for at *env*, summed."""
+    return sum(math.prod(max(1, math.ceil(env[d] / tiles[d])) for d in grid if not math.isinf(tiles[d]))
+               for tiles in launches)
+
+
 def span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dict[str, int] | None:
     """The span shape for *config* given its grid *probe*; None when there is nothing to span (no
     symbolic dimension, or no shape larger than the check shapes).  An unusable probe counts every
@@ -131,16 +137,19 @@ def span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dic
         env[d] = min(env[d], ROWS if t < 2 else 2 * math.ceil(t) + 3)
     floor = {d: min(env[d], 2 * block + 3) for d in loops}
 
-    def over(values: dict[str, int]) -> bool:
+    def over(values: dict[str, int], counted: bool) -> bool:
         blocks = math.prod(max(1.0, values[d] / block) for d in loops) if loops else 1.0
-        return _elements(task, values) > ELEMENT_BUDGET or programs(values) * blocks > TRIP_BUDGET
+        grid_programs = programs(values) if counted else _tiled_programs(values, grid, launches)
+        return _elements(task, values) > ELEMENT_BUDGET or grid_programs * blocks > TRIP_BUDGET
 
-    # Loop dimensions first, down to two blocks and a tail; then, when the grid alone is over the budget
-    # (a fixed batch folded into the programs), fewer programs along grid dimensions; loop dimensions
-    # below two blocks only last: rows that span blocks are what the run is for.
-    for dims, low in ((loops, floor), (grid, {d: min(env[d], ROWS) for d in grid}),
-                      (loops, {d: min(env[d], ROWS) for d in loops})):
-        while over(env):
+    # Loop dimensions first, down to two blocks and a tail; then, when the grid is over the budget as the
+    # probe counted it (a fixed batch folded into the programs), fewer programs along grid dimensions;
+    # loop dimensions below two blocks only last, and only for the programs the grid's tiles account
+    # for: a count the kernel inflates (padding programs) may cost it grid programs, never the rows
+    # that span blocks, which are what the run is for.
+    for dims, low, counted in ((loops, floor, False), (grid, {d: min(env[d], ROWS) for d in grid}, True),
+                               (loops, {d: min(env[d], ROWS) for d in loops}, False)):
+        while over(env, counted):
             shrinkable = [d for d in dims if env[d] > low[d]]
             if not shrinkable:
                 break
@@ -182,10 +191,17 @@ def grid_span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -
     while _elements(task, env) > ELEMENT_BUDGET and any(env[d] > ROWS for d in loops):
         d = max((d for d in loops if env[d] > ROWS), key=lambda s: env[s])
         env[d] = max(ROWS, env[d] // 2 + 1)
+    # A fixed batch or a halo can multiply the programs far past GRID_PROGRAMS: fewer along the grid
+    # dimensions, never so few that the shape is no larger than a check shape (a count the kernel
+    # inflates must not make the run go away).
     programs = _counter(probe, grid, launches)
-    while programs(env) > GRID_PROGRAMS_MAX and any(env[d] > ROWS for d in grid):   # a fixed batch, a halo
+    largest_check = max((_elements(task, c) for c in task.check_shapes), default=0)
+    while programs(env) > GRID_PROGRAMS_MAX and any(env[d] > ROWS for d in grid):
         d = max((d for d in grid if env[d] > ROWS), key=lambda s: env[s])
-        env[d] = max(ROWS, env[d] // 2 + 1)
+        smaller = {**env, d: max(ROWS, env[d] // 2 + 1)}
+        if _elements(task, smaller) <= largest_check:
+            break
+        env = smaller
     return _finish(task, env, symbols)
 
 
