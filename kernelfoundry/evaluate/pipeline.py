@@ -40,6 +40,9 @@ from .trace.counts import MalformedTrace, build_config_trace
 CHILD_MODULE = "kernelfoundry.evaluate.child.entry"
 CHILD_GATES = ("load", "correctness", "trace")
 TRACE_TIMEOUT = "tracing did not finish within"          # the trace child's time-limit message
+#: How an allocation refused by the trace child's address-space limit is reported (torch, Python). A
+#: kernel can raise these itself: it then gets an inconclusive verdict, which admits nothing.
+OUT_OF_MEMORY = ("launch raised RuntimeError: [enforce fail at alloc_cpu.cpp", "launch raised MemoryError")
 DEFAULT_TIMEOUT_S = 120.0
 #: Provisional (sparse) traces rank the configs and only the picked ones are traced densely, when there
 #: are at least LAZY_MIN_CONFIGS configs to trace (fewer: the second trace job costs more than it saves).
@@ -53,13 +56,15 @@ def default_limits(task: Task, timeout_s: float = DEFAULT_TIMEOUT_S) -> SandboxL
 
     Target-shape inputs and outputs are allocated but only sampled programs touch them
     (large inputs repeat one tile, see :mod:`tiled`), so virtual memory is sized as
-    4 GiB plus three times the largest target input set; real memory is held to 4 GB
-    by the RSS watchdog.
+    4 GiB plus three times the largest target input and output set (a launch allocates its outputs
+    and intermediates of their size: an 8.5 GB convolution output was refused before); real memory
+    is held to 4 GB by the RSS watchdog.
 
     *timeout_s* is CPU time, so a verdict does not change with the machine's load; the wall-clock
     limit, WALL_FACTOR times that, stops a job that waits instead of computing.
     """
-    largest = max(task.input_bytes(env) for env in task.target_shapes)
+    from .judge.plausibility import output_sizes
+    largest = max(task.input_bytes(env) + sum(output_sizes(task, env)) for env in task.target_shapes)
     return SandboxLimits(cpu_s=timeout_s, wall_s=WALL_FACTOR * timeout_s,
                          address_space_bytes=max(8 * GiB, 4 * GiB + 3 * largest))
 
@@ -328,7 +333,9 @@ def judge_trace(report: dict[str, Any], outcome: SandboxOutcome, configs: list[d
     seconds = outcome.wall_s
     if error is not None:
         reason = str(error)[:2000]
-        if reason.partition(": ")[2].startswith(TRACE_TIMEOUT):     # the child's own trace time limit
+        # the child's own trace time limit, or its address space at the target shapes (the verifier's limits)
+        if reason.partition(": ")[2].startswith(TRACE_TIMEOUT) or \
+                reason.partition(": ")[2].startswith(OUT_OF_MEMORY):
             return GateResult(name="trace", passed=False, reason=f"{INCONCLUSIVE} ({reason})", seconds=seconds,
                               details={"inconclusive": True}), traces
         return GateResult(name="trace", passed=False, reason=reason, seconds=seconds), traces

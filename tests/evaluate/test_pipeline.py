@@ -15,7 +15,7 @@ from kernelfoundry.evaluate.judge.correctness import Judge, plan_runs
 from kernelfoundry.evaluate.pipeline import (default_limits, judge_checks, judge_trace, read_job, sandbox_failure,
                                              verify)
 from kernelfoundry.sandbox.process import GiB, SandboxOutcome
-from kernelfoundry.task import load_task
+from kernelfoundry.task import load_task, task_from_dict
 
 REPO = Path(__file__).resolve().parents[2]
 SOFTMAX = load_task(REPO / "experiments" / "tasks" / "softmax.yaml")
@@ -75,6 +75,14 @@ def test_payload_configs_and_tune_off(monkeypatch):
 def test_default_limits_hold_the_target_tensors():
     assert default_limits(SOFTMAX).address_space_bytes >= 4 * GiB + 3 * 6 * GiB   # 6 GiB input
     assert default_limits(MATMUL).address_space_bytes == 8 * GiB
+    # the outputs too: a launch allocates them (and intermediates of their size) at the target shape
+    big_out = task_from_dict({"name": "outer", "reference": "import torch\ndef reference(a, b):\n"
+                              "    return a[:, None] * b[None, :]\n",
+                              "inputs": {"a": {"shape": ["M"], "dtype": "float32"},
+                                         "b": {"shape": ["N"], "dtype": "float32"}},
+                              "shapes": {"check": [{"M": 8, "N": 8}], "target": [{"M": 65536, "N": 32768}]},
+                              "seeds": [__file__]})
+    assert default_limits(big_out).address_space_bytes >= 4 * GiB + 3 * 8 * GiB
     # the timeout is CPU time (a verdict must not follow the machine's load); wall time is the backstop
     assert default_limits(SOFTMAX, 30.0).cpu_s == 30.0 and default_limits(SOFTMAX, 30.0).wall_s == 90.0
 
@@ -225,3 +233,9 @@ def test_the_trace_childs_own_time_limit_is_inconclusive_a_kernel_error_is_not()
                                      "tracing did not finish within 1 s"}          # the kernel's own words
     gate, _ = judge_trace(raised, outcome, [{"BLOCK_N": 256}], 1)
     assert not gate.passed and not gate.details.get("inconclusive") and not gate.reason.startswith(INCONCLUSIVE)
+    # an allocation the trace child's address space refused at the target shape is the verifier's limit too
+    refused = {"traces": [], "error": "shape {x_2=1024}, config BLOCK_K=64: launch raised RuntimeError: [enforce "
+                                      "fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
+                                      "memory: you tried to allocate 8556412928 bytes."}
+    gate, _ = judge_trace(refused, outcome, [{"BLOCK_K": 64}], 1)
+    assert not gate.passed and gate.details.get("inconclusive") and gate.reason.startswith(INCONCLUSIVE)
