@@ -334,8 +334,7 @@ def judge_trace(report: dict[str, Any], outcome: SandboxOutcome, configs: list[d
     if error is not None:
         reason = str(error)[:2000]
         # the child's own trace time limit, or its address space at the target shapes (the verifier's limits)
-        if reason.partition(": ")[2].startswith(TRACE_TIMEOUT) or \
-                reason.partition(": ")[2].startswith(OUT_OF_MEMORY):
+        if reason.partition(": ")[2].startswith((TRACE_TIMEOUT, *OUT_OF_MEMORY)):
             return GateResult(name="trace", passed=False, reason=f"{INCONCLUSIVE} ({reason})", seconds=seconds,
                               details={"inconclusive": True}), traces
         return GateResult(name="trace", passed=False, reason=reason, seconds=seconds), traces

@@ -50,24 +50,25 @@ def time_limit(seconds: float | None, what: str, *, cpu: bool = True) -> Iterato
         yield
         return
 
+    wall = seconds * WALL_FACTOR if cpu else seconds
+
     def on_limit(signum, frame):
         if signum == signal.SIGPROF:
             raise CandidateTimeout(f"{what} did not finish within {seconds:g} {CPU_TIME_LIMIT}")
-        raise CandidateTimeout(f"{what} did not finish within {seconds * WALL_FACTOR:g} s "
-                               f"of wall-clock time: it waited, using less than {seconds:g} CPU seconds")
+        waited = f" of wall-clock time: it waited, using less than {seconds:g} CPU seconds" if cpu else ""
+        raise CandidateTimeout(f"{what} did not finish within {wall:g} s{waited}")
 
-    def on_wall(signum, frame):
-        raise CandidateTimeout(f"{what} did not finish within {seconds:g} s")
-
-    previous = {sig: signal.signal(sig, on_limit if cpu else on_wall) for sig in (signal.SIGPROF, signal.SIGALRM)}
+    timers = {signal.SIGALRM: (signal.ITIMER_REAL, wall)}
     if cpu:
-        signal.setitimer(signal.ITIMER_PROF, seconds)
-    signal.setitimer(signal.ITIMER_REAL, seconds * WALL_FACTOR if cpu else seconds)
+        timers[signal.SIGPROF] = (signal.ITIMER_PROF, seconds)
+    previous = {sig: signal.signal(sig, on_limit) for sig in timers}
+    for timer, after in timers.values():
+        signal.setitimer(timer, after)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        for timer, _ in timers.values():
+            signal.setitimer(timer, 0)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
