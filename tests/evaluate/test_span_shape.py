@@ -81,3 +81,15 @@ def test_a_grid_padded_by_the_kernel_costs_it_no_span():
     padded = {"base": {"M": 64, "N": 1000}, "programs": [257], "ones": {"M": [257], "N": [257]}}
     env = span_shape(SOFTMAX, {"BLOCK_N": 1024}, padded)
     assert env is not None and env["N"] > 1024                   # two blocks, one of them ragged
+
+
+def test_a_padded_grid_cannot_hide_which_dimension_holds_the_rows():
+    """tests/adversarial/softmax/long_rows_grid_padding.py: with its grid padded to 4,097 programs the
+    probe names no grid dimension, and the one balanced long shape (971 x 933) never reached the 65,536
+    columns its max pass skips; one long shape per dimension does."""
+    from kernelfoundry.evaluate.contract.span_shape import long_shapes
+    padded = {"base": {"M": 64, "N": 1000}, "programs": [4097], "ones": {"M": [4097], "N": [4097]}}
+    shapes = long_shapes(SOFTMAX, {"BLOCK_N": 1024}, padded)
+    assert any(env["N"] > 65536 and env["M"] == ROWS for env in shapes)
+    honest = {"base": {"M": 64, "N": 1000}, "programs": [64], "ones": {"M": [1], "N": [64]}}
+    assert long_shapes(SOFTMAX, {"BLOCK_N": 1024}, honest) == [{"M": 2, "N": 124415}]   # a known grid: one

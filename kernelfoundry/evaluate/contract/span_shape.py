@@ -99,7 +99,8 @@ def _frame(task: Task, config: dict[str, Any], probe: dict[str, Any]):
 def _counter(probe: dict[str, Any], grid: list[str], launches: list[dict[str, float]]):
     """``programs(env)``: the programs the launches run at *env*, summed, scaled from the probe's own
     count at its base shape, so that what the grid does not tile along a symbol (a fixed batch folded
-    into the programs, a halo) is counted too."""
+    into the programs, a halo) is counted too.  Without a count (an empty *probe*): only the programs
+    the tiles along the grid dimensions account for."""
     base, totals = probe.get("base") or {}, probe.get("programs")
     usable = isinstance(totals, list) and len(totals) == len(launches) and \
         all(isinstance(p, int) and p > 0 for p in totals)
@@ -117,12 +118,6 @@ def _counter(probe: dict[str, Any], grid: list[str], launches: list[dict[str, fl
     return programs
 
 
-def _tiled_programs(env: dict[str, int], grid: list[str], launches: list[dict[str, float]]) -> int:
-    """Programs the launches' tiles along the grid dimensions account for at *env*, summed."""
-    return sum(math.prod(max(1, math.ceil(env[d] / tiles[d])) for d in grid if not math.isinf(tiles[d]))
-               for tiles in launches)
-
-
 def span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dict[str, int] | None:
     """The span shape for *config* given its grid *probe*; None when there is nothing to span (no
     symbolic dimension, or no shape larger than the check shapes).  An unusable probe counts every
@@ -136,10 +131,11 @@ def span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dic
         t = min(tiles[d] for tiles in launches)
         env[d] = min(env[d], ROWS if t < 2 else 2 * math.ceil(t) + 3)
     floor = {d: min(env[d], 2 * block + 3) for d in loops}
+    tiled = _counter({}, grid, launches)          # only the programs the grid's tiles account for
 
     def over(values: dict[str, int], counted: bool) -> bool:
         blocks = math.prod(max(1.0, values[d] / block) for d in loops) if loops else 1.0
-        grid_programs = programs(values) if counted else _tiled_programs(values, grid, launches)
+        grid_programs = (programs if counted else tiled)(values)
         return _elements(task, values) > ELEMENT_BUDGET or grid_programs * blocks > TRIP_BUDGET
 
     # Loop dimensions first, down to two blocks and a tail; then, when the grid is over the budget as the
@@ -221,11 +217,13 @@ def long_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dic
     frame = _frame(task, config, probe)
     if frame is None:
         return None
-    symbols, launches, block, env, grid, loops, count = frame
+    symbols, launches, block, env, grid, loops, _ = frame
     for d in grid:
         t = min(tiles[d] for tiles in launches)
         env[d] = min(env[d], 2 if t < 2 else math.ceil(t) + 1)
-    programs = count(env)
+    # only the programs the grid's tiles account for: a count the kernel inflates (padding programs)
+    # must not shorten the rows this shape is for
+    programs = _counter({}, grid, launches)(env)
 
     # With grid dimensions known, the loop dimensions are one row walked in blocks (a LayerNorm's
     # F x D1 x D2).  With none (a one-program or failed probe: a GEMM whose check shapes fit one tile),
@@ -246,3 +244,29 @@ def long_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dic
     if not any(env[d] > longest[d] for d in loops) or any(env == dict(c) for c in task.check_shapes):
         return None
     return env
+
+
+def long_shapes(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> list[dict[str, int]]:
+    """The long-row shapes for *config*: :func:`long_shape`, and where the probe counts many programs
+    but names no grid dimension (a grid the kernel pads to a fixed size hides which dimension holds
+    the rows) one shape per dimension: that one as long as :data:`LONG_ELEMENT_BUDGET` and
+    :data:`LONG_TRIP_BUDGET` allow, the others :data:`ROWS`."""
+    first = long_shape(task, config, probe)
+    shapes = [first] if first is not None else []
+    frame = _frame(task, config, probe)
+    if frame is None:
+        return shapes
+    symbols, _, block, target, grid, loops, _ = frame
+    totals = probe.get("programs")
+    many = isinstance(totals, list) and any(isinstance(p, int) and p > 1 for p in totals)
+    if grid or len(loops) < 2 or not many:     # one program (a GEMM whose check shapes fit one tile): as before
+        return shapes
+    longest = {d: max((int(c.get(d, 0)) for c in task.check_shapes), default=0) for d in loops}
+    for d in loops:
+        env = {**target, **{o: min(target[o], ROWS) for o in loops if o != d}}
+        while env[d] > ROWS and (_elements(task, env) > LONG_ELEMENT_BUDGET or env[d] / block > LONG_TRIP_BUDGET):
+            env[d] = max(ROWS, env[d] * 3 // 4)
+        env = {k: _odd(v) if k in loops else v for k, v in env.items()}
+        if env[d] > longest[d] and env not in shapes and all(env != dict(c) for c in task.check_shapes):
+            shapes.append(env)
+    return shapes

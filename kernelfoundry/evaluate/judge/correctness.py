@@ -32,7 +32,7 @@ from ...task import Task
 from ...sandbox.channel import BlobReader, ChannelError
 from ...harness.inputs import LONG_PROFILE, WIDE_ONLY, InputFactory, digest, profiles_for
 from ...records import CPU_TIME_LIMIT, INCONCLUSIVE, GateResult
-from ..contract.span_shape import block_size, grid_span_shape, long_shape, span_shape
+from ..contract.span_shape import block_size, grid_span_shape, long_shapes, span_shape
 
 
 class CheckFailure(Exception):
@@ -130,9 +130,10 @@ def plan_span_runs(task: Task, probes: Any, configs: list[dict[str, Any]], *, se
                 runs.append({"shape": env, "profile": "normal", "config": dict(config), "span": True})
         # few rows, as long as the budget allows, on values far from zero (see inputs.LONG_PROFILE): the
         # value ranges of the check shapes, at row lengths near the target's
-        env = long_shape(task, config, probe) if floats else None
-        if env is not None and _reference_runs_at(task, env):
-            runs.append({"shape": env, "profile": LONG_PROFILE, "config": dict(config), "span": True, "long": True})
+        for env in long_shapes(task, config, probe) if floats else []:
+            if _reference_runs_at(task, env):
+                runs.append({"shape": env, "profile": LONG_PROFILE, "config": dict(config), "span": True,
+                             "long": True})
     return _number(runs, seed=seed, first_call=first_call)
 
 
