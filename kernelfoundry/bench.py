@@ -134,6 +134,9 @@ def run_one(task_path: Path, method: str, seed: int, *, budget: int, workers: in
         return row
     strategy, prompts, tuning = METHODS[method.removesuffix(MEMORY_SUFFIX)]
     resume = run_dir if (run_dir / STORE_NAME).exists() else None
+    if resume is not None and _never_started(run_dir):
+        resume = None                      # its seed verdicts would be replayed: start again, keep the old one
+        run_dir.rename(run_dir.with_name(f"{run_dir.name}.no-start-{time.strftime('%Y%m%d-%H%M%S')}"))
     cfg = EvolveConfig(task=task_path, budget=budget, workers=workers, seed=seed,
                        out=None if resume else run_dir, resume=resume, models=list(models), strategy=strategy,
                        prompt_evolution=prompts, tuning=tuning, quiet=True, verdict_cache=verdict_cache,
@@ -254,6 +257,17 @@ def finished_row(run_dir: Path, method: str, seed: int, budget: int) -> dict[str
                         f"{done['n_candidates']} candidates, more than --budget {budget}; a bench compares "
                         f"equal budgets: use --budget {done['budget']} or another --out.")
     return row_from_run(run_dir, method=method, seed=seed, summary=done, seconds=float(done.get("wall_seconds", 0.0)))
+
+
+def _never_started(run_dir: Path) -> bool:
+    """Did the run in *run_dir* end without a correct kernel (no seed passed)?  Resuming it would replay
+    its stored seed verdicts, which a verifier fixed since may no longer give."""
+    from .search.rundir import SUMMARY_NAME
+    try:
+        summary = json.loads((run_dir / SUMMARY_NAME).read_text())
+    except (OSError, ValueError):
+        return False                       # stopped before its summary: resume it
+    return int(summary.get("n_correct", 0)) == 0 and int(summary.get("n_candidates", 0)) > 0
 
 
 def _ended_summary(path: Path, budget: int) -> dict[str, Any] | None:

@@ -295,3 +295,35 @@ def test_every_shipped_suite_loads_and_names_existing_files(name):
     assert suite.tasks and all(p.is_file() for p in suite.tasks)
     if name == "kernelbench_level1_sample":
         assert len(suite.tasks) == 20 == len(set(suite.tasks)) and suite.budget == 12
+
+
+def test_a_run_whose_seeds_all_failed_starts_again_instead_of_replaying_its_verdicts(tmp_path, monkeypatch):
+    """Resuming would replay the stored seed verdicts, which a verifier fixed since may no longer give;
+    the old run is kept beside the new one."""
+    import json
+
+    from kernelfoundry import bench
+    from kernelfoundry.search import session
+    from kernelfoundry.search.rundir import STORE_NAME, SUMMARY_NAME
+    run_dir = tmp_path / "runs" / "t" / "map-elites" / "seed0"
+    run_dir.mkdir(parents=True)
+    (run_dir / STORE_NAME).write_bytes(b"")
+    (run_dir / SUMMARY_NAME).write_text(json.dumps({"n_candidates": 1, "n_correct": 0, "budget": 12}))
+    assert bench._never_started(run_dir)
+    seen = {}
+
+    def fake_run(cfg, stop=None):
+        seen["resume"], seen["out"] = cfg.resume, cfg.out
+        raise RuntimeError("stop here")
+    monkeypatch.setattr(session, "run_evolution", fake_run)
+    with pytest.raises(RuntimeError, match="stop here"):
+        bench.run_one(tmp_path / "t.yaml", "map-elites", 0, budget=12, workers=1, models=[], run_dir=run_dir)
+    assert seen == {"resume": None, "out": run_dir}
+    kept = list(run_dir.parent.glob("seed0.no-start-*"))
+    assert len(kept) == 1 and (kept[0] / SUMMARY_NAME).exists()
+    # a run with a correct kernel, or one stopped before its summary, resumes as before
+    (run_dir).mkdir()
+    (run_dir / STORE_NAME).write_bytes(b"")
+    assert not bench._never_started(run_dir)
+    (run_dir / SUMMARY_NAME).write_text(json.dumps({"n_candidates": 3, "n_correct": 1, "budget": 12}))
+    assert not bench._never_started(run_dir)

@@ -144,3 +144,20 @@ def test_a_scalar_predicate_in_a_block_mask_is_a_mask():
     assert "num_programs" in source
     gate = check_trusted(source, relu)
     assert gate.passed, gate.reason
+
+
+@triton.jit
+def _grid_stride_copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    n_blocks = tl.cdiv(n, BLOCK)
+    for blk in range(tl.program_id(0), n_blocks, tl.num_programs(0)):
+        offs = blk.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def test_a_loop_variable_is_a_scalar_tensor_as_on_a_gpu():
+    """``for blk in range(pid, n, step)`` gives an i32 tensor on a GPU (``blk.to(tl.int64)`` is
+    legal); the interpreter gave a Python int ("'int' object has no attribute 'to'")."""
+    x = torch.randn(1000)
+    y = torch.zeros_like(x)
+    _grid_stride_copy[(3,)](x, y, x.numel(), BLOCK=128)
+    assert torch.equal(y, x)

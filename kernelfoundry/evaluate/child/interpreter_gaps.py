@@ -8,6 +8,8 @@
   keep their operands' type on the result's handle (int32 for program ids), so broadcasting the
   scalar predicate made int32 data and the load refused the mask ("mask has unsupported dtype").
   A GPU broadcasts an i1; the splat of boolean data stays boolean here.
+* A ``for`` loop's variable: an i32 scalar tensor on a GPU (``blk.to(tl.int64)``), a Python int
+  here; :class:`LoopIndex` answers ``.to`` and ``.dtype`` (:mod:`.loop_hooks` yields it).
 """
 
 from __future__ import annotations
@@ -55,3 +57,25 @@ def install() -> None:
         interp.InterpreterBuilder.create_atomic_rmw = _float_xchg(interp.InterpreterBuilder.create_atomic_rmw)
     if not getattr(interp.InterpreterBuilder.create_splat, "_kf_bool_splat", False):
         interp.InterpreterBuilder.create_splat = _bool_splat(interp.InterpreterBuilder.create_splat)
+
+
+class LoopIndex(int):
+    """The variable of a ``for ... in range(...)`` loop in a kernel.  On a GPU it is an i32 scalar
+    tensor (i64 when a bound is), so ``i.to(tl.int64)`` is legal there; the interpreter yields a
+    Python int.  This int also answers ``.dtype`` and ``.to(...)`` as the GPU's tensor does, and
+    stays an int in arithmetic, so what the trace records is unchanged."""
+
+    __slots__ = ()
+
+    @property
+    def dtype(self):
+        import triton.language as tl
+        return tl.int32 if -2 ** 31 <= self < 2 ** 31 else tl.int64
+
+    def to(self, dtype, *args, **kwargs):
+        import triton.language as tl
+        from triton.runtime import interpreter as interp
+        own = self.dtype
+        np_type = np.int32 if own == tl.int32 else np.int64
+        tensor = tl.core.tensor(interp.TensorHandle(np.array([int(self)], dtype=np_type), own), own)
+        return tensor.to(dtype, *args, **kwargs)

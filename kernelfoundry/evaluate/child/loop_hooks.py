@@ -45,6 +45,7 @@ from typing import Any
 
 from ...harness.arms import ARM_HELPER, _kf_arm, instrument_kernel
 from ..contract.language import KERNEL_BUILTINS
+from .interpreter_gaps import LoopIndex
 from ..trace.loop_plan import BUDGET_LOOPS, DENSE_TRIPS, DENSE_TRIPS_OTHERS, dense_plan, trip_plan
 
 #: A single ``while`` loop execution may run at most this many trips.
@@ -104,11 +105,13 @@ class LoopControl:
         programs did not run it)."""
         return self.dense and not self.trip_sparse[self.stack[-1]]
 
-    def iterate(self, iterable: Any, loop: str):
+    def iterate(self, iterable: Any, loop: str, static: bool = False):
+        if isinstance(iterable, range) and not static:       # a GPU's loop variable is a tensor
+            iterable = _LoopRange(iterable)
         if not self.sampling:
             yield from iterable
             return
-        items = iterable if isinstance(iterable, range) else tuple(iterable)
+        items = iterable if isinstance(iterable, _LoopRange) else tuple(iterable)
         n = len(items)
         plan = [0] if self.first_trips_only and n else self.plans.get(n)
         if plan is None:                 # one plan per trip count: passes over the same data sample the
@@ -155,11 +158,30 @@ class LoopControl:
             self.open_whiles.pop()
 
 
+class _LoopRange:
+    """A ``range`` whose items are :class:`LoopIndex` values (``tl.static_range`` keeps plain ints,
+    as its variable is a constexpr on a GPU too)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: range):
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: int) -> LoopIndex:
+        return LoopIndex(self.items[index])
+
+    def __iter__(self):
+        return map(LoopIndex, self.items)
+
+
 CONTROL = LoopControl()
 
 
-def _for(iterable, loop):
-    return CONTROL.iterate(iterable, loop)
+def _for(iterable, loop, static=False):
+    return CONTROL.iterate(iterable, loop, static)
 
 
 def _while_begin(loop):
@@ -190,7 +212,10 @@ class LoopTransformer(ast.NodeTransformer):
     def visit_For(self, node: ast.For):
         self.generic_visit(node)
         loop = ast.Constant(value=f"{self.kernel}:{node.lineno}")
-        node.iter = self._call(FOR_HELPER, [node.iter, loop], node.iter)
+        static = isinstance(node.iter, ast.Call) and (
+            isinstance(node.iter.func, ast.Attribute) and node.iter.func.attr == "static_range"
+            or isinstance(node.iter.func, ast.Name) and node.iter.func.id == "static_range")
+        node.iter = self._call(FOR_HELPER, [node.iter, loop, ast.Constant(value=static)], node.iter)
         return node
 
     def visit_While(self, node: ast.While):

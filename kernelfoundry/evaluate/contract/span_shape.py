@@ -270,3 +270,35 @@ def long_shapes(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> li
         if env[d] > longest[d] and env not in shapes and all(env != dict(c) for c in task.check_shapes):
             shapes.append(env)
     return shapes
+
+
+#: The aligned shape makes each size a multiple of the target size's power-of-two factor, at most this.
+ALIGN_MAX = 256
+
+
+def aligned_shape(task: Task, target: dict[str, int]) -> dict[str, int] | None:
+    """The smallest check shape with each size rounded up to a multiple of the largest power of two
+    (at most :data:`ALIGN_MAX`) that divides the *target*'s size, within :data:`ELEMENT_BUDGET`
+    (the largest alignments are halved first); None when no size changes.
+
+    Check and span shapes are odd, so a switch taken only where a block size divides a size
+    (``EVEN_K``: unmasked loads) never runs there; at this shape it runs as at the target."""
+    symbols = shape_symbols(task)
+    base = dict(min(task.check_shapes, key=lambda env: _elements(task, env)))
+    align = {s: min(ALIGN_MAX, target[s] & -target[s]) for s in symbols
+             if isinstance(target.get(s), int) and target[s] > 0}
+
+    def shape() -> dict[str, int]:
+        return {d: min(-(-v // align[d]) * align[d], max(target[d], align[d])) if d in align else v
+                for d, v in base.items()}
+
+    env = shape()
+    while _elements(task, env) > ELEMENT_BUDGET and any(a > 1 for a in align.values()):
+        widest = max(align, key=lambda d: (env[d], align[d]))
+        if align[widest] == 1:
+            widest = max(align, key=lambda d: align[d])
+        align[widest] //= 2
+        env = shape()
+    if env == base or any(env == dict(c) for c in task.check_shapes) or _elements(task, env) > ELEMENT_BUDGET:
+        return None
+    return env

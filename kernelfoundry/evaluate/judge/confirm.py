@@ -7,8 +7,11 @@ per hardware and target shape, every picked kernel config not checked there yet
 runs at its span and grid-span shapes in one more sandboxed check job, judged like
 the others.  Then every launch the trace recorded for a picked config at a target
 shape must have been executed by some correctness run of that config, down to its
-code-path switches (0/1 constexprs: :func:`correctness.unchecked_paths`): a path
-taken only at the target shape is unchecked and fails the gate.
+code-path switches (0/1 constexprs: :func:`correctness.unchecked_paths`).  A path not
+checked yet runs once more at a shape aligned like the target's (each size a multiple of
+the target's power-of-two factor: :func:`span_shape.aligned_shape`), where switches that
+test divisibility (``EVEN_K``) take the target's value; a path still unchecked after that
+fails the gate.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import time
 from typing import Any, Callable
 
 from ...candidate import HINT_PARAMS, config_key
-from .correctness import Judge, MalformedReport, plan_span_runs, unchecked_paths
+from .correctness import Judge, MalformedReport, plan_aligned_runs, plan_span_runs, unchecked_paths
 from ...records import ConfigTrace, GateResult
 
 
@@ -36,7 +39,8 @@ def confirm_gate(task: Any, traces: list[ConfigTrace], score: Any, *, probes: An
                  records: list[tuple[dict[str, Any], Any]], seed: int, first_call: int,
                  run_checks: Callable[[list[dict[str, Any]]], tuple[Any, Any]]) -> GateResult:
     """Check the picked configs not spanned yet, then that every traced path of a picked config was
-    checked.  *run_checks(plan)* runs a sandboxed check job and returns (outcome, check report)."""
+    checked; a path that was not is run once more at shapes aligned like the targets' before the
+    gate fails.  *run_checks(plan)* runs a sandboxed check job and returns (outcome, check report)."""
     start = time.perf_counter()
     picked = picked_configs(score)
     done = {config_key(c) for c in spanned}
@@ -44,11 +48,16 @@ def confirm_gate(task: Any, traces: list[ConfigTrace], score: Any, *, probes: An
     plan = plan_span_runs(task, probes, missing, seed=seed, first_call=first_call) if missing else []
     details: dict[str, Any] = {"picked": [config_key(c) or "default" for c in picked],
                                "span_runs": len(plan), "span_shapes": [r["shape"] for r in plan]}
-    if plan:
+
+    def fail(reason: str, **extra: Any) -> GateResult:
+        return GateResult(name="confirm", passed=False, reason=reason, seconds=time.perf_counter() - start,
+                          details={**details, **extra})
+
+    def checked(plan: list[dict[str, Any]], where: str) -> GateResult | list[tuple[dict[str, Any], Any]]:
+        """The plan's runs judged: a failed gate, or the (planned run, record) pairs."""
         outcome, report = run_checks(plan)
         if isinstance(outcome, GateResult):                # the job failed outright (killed, load, malformed)
-            return GateResult(name="confirm", passed=False, reason=outcome.reason,
-                              seconds=time.perf_counter() - start, details=details)
+            return fail(outcome.reason)
         try:
             verdict = Judge(task, plan, seed=seed).judge(report, outcome)
         except MalformedReport as exc:
@@ -56,14 +65,25 @@ def confirm_gate(task: Any, traces: list[ConfigTrace], score: Any, *, probes: An
                               reason=f"the sandboxed checks returned a malformed result ({str(exc)[:300]}).")
         if not verdict.passed:
             if verdict.details.get("inconclusive"):       # a span run out of its CPU time: the verifier's limit
-                return GateResult(name="confirm", passed=False, seconds=time.perf_counter() - start,
-                                  reason=verdict.reason, details={**details, "inconclusive": True})
-            return GateResult(name="confirm", passed=False, seconds=time.perf_counter() - start,
-                              reason=f"a config the model picked fails where rows span several blocks: {verdict.reason}",
-                              details=details)
-        records = records + list(zip(plan, report.get("runs", [])))
+                return fail(verdict.reason, inconclusive=True)
+            return fail(f"a config the model picked fails {where}: {verdict.reason}")
+        return list(zip(plan, report.get("runs", [])))
+
+    if plan:
+        result = checked(plan, "where rows span several blocks")
+        if isinstance(result, GateResult):
+            return result
+        records = records + result
     why = unchecked_paths(traces, records, picked)
     if why:
-        return GateResult(name="confirm", passed=False, reason=why, seconds=time.perf_counter() - start,
-                          details=details)
+        targets = [dict(s) for s in {config_key(t.shape): t.shape for t in traces}.values()]
+        aligned = plan_aligned_runs(task, targets, picked, seed=seed, first_call=first_call + len(plan))
+        details["aligned_shapes"] = [r["shape"] for r in aligned]
+        if aligned:
+            result = checked(aligned, "at a shape aligned like the target's")
+            if isinstance(result, GateResult):
+                return result
+            why = unchecked_paths(traces, records + result, picked)
+    if why:
+        return fail(why)
     return GateResult(name="confirm", passed=True, seconds=time.perf_counter() - start, details=details)

@@ -32,7 +32,7 @@ from ...task import Task
 from ...sandbox.channel import BlobReader, ChannelError
 from ...harness.inputs import LONG_PROFILE, WIDE_ONLY, InputFactory, digest, profiles_for
 from ...records import CPU_TIME_LIMIT, INCONCLUSIVE, GateResult
-from ..contract.span_shape import block_size, grid_span_shape, long_shapes, span_shape
+from ..contract.span_shape import aligned_shape, block_size, grid_span_shape, long_shapes, span_shape
 
 
 class CheckFailure(Exception):
@@ -65,10 +65,12 @@ class Run:
     config: dict[str, Any]
     span: bool = False
     long: bool = False
+    aligned: bool = False
 
     def __str__(self) -> str:
         shape = ", ".join(f"{k}={v}" for k, v in self.shape.items())
-        what = "long-row shape" if self.long else "span shape" if self.span else "shape"
+        what = ("long-row shape" if self.long else "aligned shape" if self.aligned
+                else "span shape" if self.span else "shape")
         return f"{what} {{{shape}}}, profile '{self.profile}', config {config_key(self.config) or 'default'}"
 
 
@@ -134,6 +136,22 @@ def plan_span_runs(task: Task, probes: Any, configs: list[dict[str, Any]], *, se
             if _reference_runs_at(task, env):
                 runs.append({"shape": env, "profile": LONG_PROFILE, "config": dict(config), "span": True,
                              "long": True})
+    return _number(runs, seed=seed, first_call=first_call)
+
+
+def plan_aligned_runs(task: Task, targets: list[dict[str, int]], configs: list[dict[str, Any]], *, seed: int,
+                      first_call: int) -> list[dict[str, Any]]:
+    """For each of *configs*: a run at the shape aligned like each target shape (:func:`aligned_shape`),
+    where the reference runs.  The shape is the verifier's choice, so it is planned as a span run."""
+    runs: list[dict[str, Any]] = []
+    for target in targets:
+        env = aligned_shape(task, target)
+        if env is None or not _reference_runs_at(task, env):
+            continue
+        for config in configs:
+            run = {"shape": env, "profile": "normal", "config": dict(config), "span": True, "aligned": True}
+            if run not in runs:
+                runs.append(run)
     return _number(runs, seed=seed, first_call=first_call)
 
 
@@ -372,7 +390,7 @@ class Judge:
             raise MalformedReport("the report holds more runs than were planned")
         for index, planned in enumerate(self.plan):
             run = Run(planned["shape"], planned["profile"], planned["config"], planned.get("span", False),
-                      planned.get("long", False))
+                      planned.get("long", False), planned.get("aligned", False))
             try:
                 if index >= len(records):
                     if failed_at != index or not isinstance(error, str):
