@@ -321,19 +321,36 @@ def test_atomics_as_statements_pass(body):
 
 
 @pytest.mark.parametrize("body,imports", [
-    ("    t = tl.atomic_add(cnt_ptr, 1)\n    if t < 2048:\n        tl.atomic_add(y_ptr, tl.sum(x, axis=0))", ""),
-    ("    tl.atomic_add(y_ptr, tl.sum(x, axis=0), mask=tl.atomic_add(cnt_ptr, 1) < 64)", ""),
-    ("    tl.store(y_ptr + tl.atomic_add(cnt_ptr, 1), tl.sum(x, axis=0))", ""),
-    ("    for i in range(tl.atomic_add(cnt_ptr, 1)):\n        tl.atomic_add(y_ptr, 1.0)", ""),
     ("    t = ticket(cnt_ptr, 1)\n    tl.store(y_ptr + t, tl.sum(x, axis=0))",
      "from triton.language import atomic_add as ticket"),
     ("    add = tl.atomic_add\n    add(y_ptr, tl.sum(x, axis=0))", ""),
     ("    old = tl.atomic_xchg(cnt_ptr, 1)\n    tl.atomic_add(y_ptr, tl.sum(x, axis=0) * old)", ""),
+    # not work tickets: an offset counter, a counter also read, a step that is not a literal, a returned sum
+    ("    t = tl.atomic_add(cnt_ptr + tl.program_id(0) % 2, 1)\n    tl.store(y_ptr + t, tl.sum(x, axis=0))", ""),
+    ("    t = tl.atomic_add(cnt_ptr, 1)\n    tl.store(y_ptr + t + tl.load(cnt_ptr), tl.sum(x, axis=0))", ""),
+    ("    t = tl.atomic_add(cnt_ptr, n)\n    tl.store(y_ptr + t, tl.sum(x, axis=0))", ""),
+    ("    t = tl.atomic_add(y_ptr, tl.sum(x, axis=0))\n    tl.store(y_ptr + 1, t)", ""),
+    ("    t = tl.atomic_add(cnt_ptr, 1, mask=n > 0)\n    tl.store(y_ptr + t, tl.sum(x, axis=0))", ""),
 ])
 def test_atomic_results_used_as_values_are_refused(body, imports):
-    """An atomic's result is an arrival ticket: work keyed on it is neither checked nor traced."""
+    """An atomic's result tells a program in what order it arrived: outside the work-ticket form its
+    work would be neither checked nor traced as a GPU would run it."""
     violations = find_violations(ATOMIC_KERNEL.replace("IMPORT", imports).replace("BODY", body))
     assert "atomic-result" in {v.rule for v in violations}, violations
+
+
+@pytest.mark.parametrize("body", [
+    "    t = tl.atomic_add(cnt_ptr, 1)\n    if t < 2048:\n        tl.atomic_add(y_ptr, tl.sum(x, axis=0))",
+    "    tl.atomic_add(y_ptr, tl.sum(x, axis=0), mask=tl.atomic_add(cnt_ptr, 1) < 64)",
+    "    tl.store(y_ptr + tl.atomic_add(cnt_ptr, 1, sem='relaxed'), tl.sum(x, axis=0))",
+    "    t = tl.atomic_add(cnt_ptr, 2)\n    while t < n:\n        tl.atomic_add(y_ptr + t, 1.0)\n"
+    "        t = tl.atomic_add(cnt_ptr, 2)",
+])
+def test_work_tickets_are_admitted(body):
+    """``tl.atomic_add(P, STEP)`` on a counter parameter used for nothing else is a work ticket: the
+    verifier schedules the tickets (contract/tickets.py), so work keyed on them is checked and traced
+    as work keyed on a program id is; drawing one in a loop is not a wait."""
+    assert find_violations(ATOMIC_KERNEL.replace("IMPORT", "").replace("BODY", body)) == []
 
 
 def test_the_text_triton_reads_is_the_tree_the_rules_read():

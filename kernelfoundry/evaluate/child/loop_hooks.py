@@ -46,6 +46,7 @@ from typing import Any
 from ...harness.arms import ARM_HELPER, _kf_arm, instrument_kernel
 from ..contract.language import KERNEL_BUILTINS
 from .interpreter_gaps import LoopIndex
+from .tickets import TICKET_HELPER, _kf_ticket, instrument_tickets
 from ..trace.loop_plan import BUDGET_LOOPS, DENSE_TRIPS, DENSE_TRIPS_OTHERS, dense_plan, trip_plan
 
 #: A single ``while`` loop execution may run at most this many trips.
@@ -197,7 +198,7 @@ def _while_end(loop):
 
 
 HELPERS = {FOR_HELPER: _for, WHILE_BEGIN: _while_begin, WHILE_TEST: _while_test, WHILE_END: _while_end,
-           ARM_HELPER: _kf_arm}
+           ARM_HELPER: _kf_arm, TICKET_HELPER: _kf_ticket}
 
 
 class LoopTransformer(ast.NodeTransformer):
@@ -267,6 +268,7 @@ def install() -> None:
     from triton.runtime import interpreter as interp
 
     def compile_and_exec(self, transformed_ast):
+        transformed_ast = instrument_tickets(transformed_ast)      # before the arms: on the source's calls
         transformed_ast = instrument_kernel(transformed_ast, self.fn.__name__)
         transformed_ast = LoopTransformer(self.fn.__name__).visit(transformed_ast)
         ast.fix_missing_locations(transformed_ast)

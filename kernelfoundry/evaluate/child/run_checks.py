@@ -37,8 +37,9 @@ class CheckSession(Session):
     one updates atomically and another reads or stores plainly,
     in the same launch: right in the interpreter's one-at-a-time order, wrong on a GPU)."""
 
-    def __init__(self, *, guard: DispatchGuard, candidate_file: str, order_seed: int):
+    def __init__(self, *, guard: DispatchGuard, candidate_file: str, order_seed: int, launch_order: bool = False):
         super().__init__(guard=guard, candidate_file=candidate_file)
+        self.launch_order = launch_order
         self.stored: set[int] = set()
         self.launches = 0
         self.kernels: list[tuple[str, dict[str, Any]]] = []
@@ -51,11 +52,12 @@ class CheckSession(Session):
         self.kernels.append((ctx.kernel, {k: v for k, v in ctx.call_args.items() if k in ctx.constexprs}))
         self._accesses = {}
         order = list(range(ctx.num_programs))
-        self.rng.shuffle(order)                  # a kernel right only in launch order is wrong on a GPU
-        for pid in order:
+        if not self.launch_order:                # a kernel right only in launch order is wrong on a GPU
+            self.rng.shuffle(order)
+        for arrival, pid in enumerate(order):
             CONTROL.reset(f"check:{self.launches}:{pid}")
             self._pid = pid
-            ctx.run_program(pid)
+            ctx.run_program(pid, arrival)
         race = find_race(self._accesses, ctx)
         if race:
             self.fail(race)
@@ -153,9 +155,10 @@ class RunFailed(Exception):
 
 
 def _call(cand: LoadedCandidate, inputs: list[torch.Tensor], params: dict[str, Any], *, order_seed: int,
-          timeout: float | None) -> tuple[Any, CheckSession]:
+          timeout: float | None, launch_order: bool = False) -> tuple[Any, CheckSession]:
     guard = DispatchGuard(poison_empty=True)
-    session = CheckSession(guard=guard, candidate_file=str(cand.path), order_seed=order_seed)
+    session = CheckSession(guard=guard, candidate_file=str(cand.path), order_seed=order_seed,
+                           launch_order=launch_order)
     CONTROL.sampling = False
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -210,7 +213,8 @@ def run_check(cand: LoadedCandidate, task: Task, run: dict[str, Any], *, seed: i
     spans = [_storage_span(t) for t in inputs]
     params = {**run["config"], **hints}
     RECORDER.take()                                   # arms taken before this run (probes) do not count
-    outputs, session = _call(cand, inputs, params, order_seed=run["order_seed"], timeout=timeout)
+    outputs, session = _call(cand, inputs, params, order_seed=run["order_seed"], timeout=timeout,
+                             launch_order=bool(run.get("launch_order")))
     record: dict[str, Any] = {"inputs_before": before, "inputs_after": [digest(t) for t in inputs],
                               "launches": session.launches, "outputs": [],
                               "kernels": [[name, {k: _plain(v) for k, v in flags.items()}]
@@ -224,7 +228,8 @@ def run_check(cand: LoadedCandidate, task: Task, run: dict[str, Any], *, seed: i
         record["outputs"].append(entry)
     if run.get("repeat"):
         again = [placed(t) for t in factory.make(run["shape"], run["profile"], call=run["call"])]
-        second, _ = _call(cand, again, params, order_seed=run["order_seed"], timeout=timeout)
+        second, _ = _call(cand, again, params, order_seed=run["order_seed"], timeout=timeout,
+                          launch_order=bool(run.get("launch_order")))
         first_starts = {_storage_span(t)[0] for t in outputs}
         record["repeat"] = [{**_put_output(blob, out), "same_buffer": _storage_span(out)[0] in first_starts}
                             for out in second]

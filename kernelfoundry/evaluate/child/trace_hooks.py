@@ -33,6 +33,7 @@ import torch
 import triton.language as tl
 from triton.runtime import interpreter as interp
 from triton.tools.tensor_descriptor import TensorDescriptor
+from .tickets import DESK
 
 _TORCH_DTYPE_NAMES = {
     torch.float64: "fp64", torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
@@ -208,7 +209,10 @@ class LaunchContext:
         gx, gy, _ = self.grid
         return linear % gx, (linear // gx) % gy, linear // (gx * gy)
 
-    def run_program(self, linear: int) -> None:
+    def run_program(self, linear: int, arrival: int | None = None) -> None:
+        """Run program *linear*; *arrival*: its place in the order programs draw work tickets
+        (:mod:`tickets`), launch order when not given."""
+        DESK.begin_program(self, self.num_programs, linear if arrival is None else arrival)
         interp.interpreter_builder.set_grid_idx(*self.coords(linear))
         self.fn(**self.args)
 

@@ -493,10 +493,12 @@ class ModuleChecker:
                                         "volatile load in its condition): programs must not wait on each other "
                                         "(no spin locks or flags); split the work into separate kernel launches.")
         for node in used_atomic_results(fn, self.resolve):
-            self.add(node, "atomic-result", f"`{_src(node)}`: an atomic's result may not be used (only "
-                                            "`tl.atomic_add(ptr, value)` and the like as a statement): it tells a "
-                                            "program in what order it arrived, which the verifier can neither "
-                                            "check nor trace; use tl.program_id for work and separate kernel "
+            self.add(node, "atomic-result", f"`{_src(node)}`: an atomic's result may not be used (atomics go "
+                                            "as statements, `tl.atomic_add(ptr, value)`), except as a work ticket: "
+                                            "`t = tl.atomic_add(counter_ptr, 1)` on a counter parameter used for "
+                                            "nothing else (docs/candidate_format.md). Other results tell a program "
+                                            "what other programs did, which the verifier can neither check nor "
+                                            "trace; use tl.program_id or tickets for work and separate kernel "
                                             "launches to combine.")
 
     def check_decorators(self, fn: ast.FunctionDef, kind: str) -> None:

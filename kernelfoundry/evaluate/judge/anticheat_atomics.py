@@ -12,13 +12,17 @@ checked or priced:
   a large launch's output unwritten, hide a whole pass from the trace on tickets no sampled
   program gets, or chain chunks through values a GPU has not published yet.  Atomics may
   therefore only accumulate into memory (split-K, histograms, a mean): called as a
-  statement, their result unused.
+  statement, their result unused; except the *work ticket* (``tl.atomic_add(counter, 1)`` on a
+  counter used for nothing else), whose values the child schedules so that checks and trace
+  see the same tickets, spread as program ids are (:mod:`..contract.tickets`).
 """
 
 from __future__ import annotations
 
 import ast
 from typing import Callable
+
+from ..contract.tickets import ticket_calls
 
 ATOMIC_PREFIX = "atomic_"
 
@@ -40,7 +44,7 @@ def _is_atomic_ref(node: ast.AST, resolve: Callable[[ast.AST], str | None]) -> b
 def used_atomic_results(fn: ast.FunctionDef, resolve: Callable[[ast.AST], str | None]) -> list[ast.AST]:
     """Atomic ops in *fn* used other than as a statement whose value is discarded: a call whose
     result is assigned, compared, passed on or indexed, and an atomic op taken as a value."""
-    allowed: set[int] = set()
+    allowed: set[int] = {id(call.func) for call in ticket_calls(fn)}      # work tickets (contract/tickets.py)
     for node in ast.walk(fn):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
                 and _is_atomic_ref(node.value.func, resolve):
@@ -50,10 +54,11 @@ def used_atomic_results(fn: ast.FunctionDef, resolve: Callable[[ast.AST], str | 
             and _is_atomic_ref(node, resolve)]
 
 
-def waits(node: ast.AST | None, dotted: Callable[[ast.AST], str | None]) -> bool:
-    """Does *node* contain an atomic op or a volatile load?"""
+def waits(node: ast.AST | None, dotted: Callable[[ast.AST], str | None], tickets: frozenset[int] = frozenset()) -> bool:
+    """Does *node* contain an atomic op or a volatile load?  (A work ticket, call id in *tickets*, is not
+    a wait: it never blocks, and each draw gives a larger ticket.)"""
     for sub in ast.walk(node) if node is not None else ():
-        if isinstance(sub, ast.Call):
+        if isinstance(sub, ast.Call) and id(sub) not in tickets:
             last = _last(dotted(sub.func))
             if last.startswith(ATOMIC_PREFIX):
                 return True
@@ -67,12 +72,13 @@ def spin_waits(fn: ast.FunctionDef, dotted: Callable[[ast.AST], str | None]) -> 
     """``while`` loops of *fn* whose condition reads an atomic or volatile load (directly or through
     a name assigned one inside the loop)."""
     found = []
+    tickets = frozenset(id(c) for c in ticket_calls(fn))
     for loop in (n for n in ast.walk(fn) if isinstance(n, ast.While)):
         waited = set()
         for node in ast.walk(loop):
-            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and waits(node.value, dotted):
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and waits(node.value, dotted, tickets):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 waited |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-        if waits(loop.test, dotted) or any(isinstance(n, ast.Name) and n.id in waited for n in ast.walk(loop.test)):
+        if waits(loop.test, dotted, tickets) or any(isinstance(n, ast.Name) and n.id in waited for n in ast.walk(loop.test)):
             found.append(loop)
     return found
