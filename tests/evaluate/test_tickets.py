@@ -47,9 +47,39 @@ QUEUE = TICKET.replace(
     "relu_kernel[(triton.cdiv(n, BLOCK),)]", "relu_kernel[(min(3, triton.cdiv(n, BLOCK)),)]")
 
 
+# the same queue on 1024 programs, and its twin that strides over tiles by program id: one schedule
+WIDE_QUEUE = QUEUE.replace("relu_kernel[(min(3, triton.cdiv(n, BLOCK)),)]", "relu_kernel[(min(1024, triton.cdiv(n, BLOCK)),)]")
+STRIDED = NAIVE.replace(
+    "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+    "    mask = offs < n_elements\n"
+    "    x = tl.load(x_ptr + offs, mask=mask, other=0.0)\n"
+    "    tl.store(y_ptr + offs, tl.where(x > 0, x, 0.0), mask=mask)\n",
+    "    for tile in range(tl.program_id(0), tl.cdiv(n_elements, BLOCK), tl.num_programs(0)):\n"
+    "        offs = tile * BLOCK + tl.arange(0, BLOCK)\n"
+    "        mask = offs < n_elements\n"
+    "        x = tl.load(x_ptr + offs, mask=mask, other=0.0)\n"
+    "        tl.store(y_ptr + offs, tl.where(x > 0, x, 0.0), mask=mask)\n").replace(
+    "relu_kernel[(triton.cdiv(n, BLOCK),)]", "relu_kernel[(min(1024, triton.cdiv(n, BLOCK)),)]")
+
+
 def test_the_ticket_kernels_are_what_they_claim():
     assert TICKET != NAIVE and QUEUE != TICKET and "while tile" in QUEUE
     assert hack_gate(TICKET).passed and hack_gate(QUEUE).passed
+    assert WIDE_QUEUE != QUEUE and "for tile in range" in STRIDED
+
+
+def test_a_ticket_loop_is_sampled_and_traced_like_its_grid_stride_twin():
+    """A work queue's trips are its scheduled tickets, known in advance: the loop becomes a loop over
+    them, so the trace samples it as it samples the grid-stride loop that visits the same tiles
+    (6,144 trips per program at the target: a while loop ran every one)."""
+    _, twin = trace_trusted(STRIDED, RELU, [{"BLOCK": 256}])
+    gate, traced = trace_trusted(WIDE_QUEUE, RELU, [{"BLOCK": 256}])
+    assert gate.passed, gate.reason
+    a, b = twin[0].launches[0], traced[0].launches[0]
+    assert a.num_programs == b.num_programs == 1024
+    assert b.loop_trips == pytest.approx(a.loop_trips, rel=1e-6) and b.loop_trips > 6000
+    assert b.traffic["x_ptr"].load_bytes == pytest.approx(a.traffic["x_ptr"].load_bytes, rel=1e-6)
+    assert b.traffic["y_ptr"].store_bytes == pytest.approx(a.traffic["y_ptr"].store_bytes, rel=1e-6)
 
 
 @pytest.mark.parametrize("source", [TICKET, QUEUE], ids=["one-ticket", "work-queue"])

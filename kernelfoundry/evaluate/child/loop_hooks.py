@@ -46,7 +46,8 @@ from typing import Any
 from ...harness.arms import ARM_HELPER, _kf_arm, instrument_kernel
 from ..contract.language import KERNEL_BUILTINS
 from .interpreter_gaps import LoopIndex
-from .tickets import TICKET_HELPER, _kf_ticket, instrument_tickets
+from .tickets import (TICKET_END_HELPER, TICKET_HELPER, TICKET_LOOP_HELPER, TicketRun, _kf_ticket,
+                      _kf_ticket_end, _kf_ticket_loop, instrument_tickets)
 from ..trace.loop_plan import BUDGET_LOOPS, DENSE_TRIPS, DENSE_TRIPS_OTHERS, dense_plan, trip_plan
 
 #: A single ``while`` loop execution may run at most this many trips.
@@ -112,7 +113,7 @@ class LoopControl:
         if not self.sampling:
             yield from iterable
             return
-        items = iterable if isinstance(iterable, _LoopRange) else tuple(iterable)
+        items = iterable if isinstance(iterable, (_LoopRange, TicketRun)) else tuple(iterable)
         n = len(items)
         plan = [0] if self.first_trips_only and n else self.plans.get(n)
         if plan is None:                 # one plan per trip count: passes over the same data sample the
@@ -198,7 +199,8 @@ def _while_end(loop):
 
 
 HELPERS = {FOR_HELPER: _for, WHILE_BEGIN: _while_begin, WHILE_TEST: _while_test, WHILE_END: _while_end,
-           ARM_HELPER: _kf_arm, TICKET_HELPER: _kf_ticket}
+           ARM_HELPER: _kf_arm, TICKET_HELPER: _kf_ticket, TICKET_LOOP_HELPER: _kf_ticket_loop,
+           TICKET_END_HELPER: _kf_ticket_end}
 
 
 class LoopTransformer(ast.NodeTransformer):

@@ -13,8 +13,11 @@ out or breaks a rule ends the job: later runs would not be judged anyway.
 
 from __future__ import annotations
 
+import ast
+import functools
 import random
 import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,6 +30,7 @@ from ...harness.guard import DispatchGuard
 from ...harness.inputs import InputFactory, digest
 from ...harness.tiled import placed
 from ...harness.loader import CandidateTimeout, LoadedCandidate, describe_exception, time_limit
+from ..contract.tickets import ticket_calls
 from .trace_hooks import LaunchContext, Session, active
 from .loop_hooks import CONTROL, LoopLimit
 
@@ -150,6 +154,16 @@ def _storage_span(t: torch.Tensor) -> tuple[int, int]:
     return s.data_ptr(), s.data_ptr() + s.nbytes()
 
 
+@functools.lru_cache(maxsize=8)
+def has_tickets(path: Path) -> bool:
+    """Does a jit function of the candidate at *path* draw work tickets (:mod:`..contract.tickets`)?"""
+    try:
+        tree = ast.parse(Path(path).read_text())
+    except (OSError, SyntaxError, ValueError):
+        return False
+    return any(ticket_calls(fn) for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef))
+
+
 class RunFailed(Exception):
     """The run ended without outputs to judge; the message is the reason."""
 
@@ -213,8 +227,10 @@ def run_check(cand: LoadedCandidate, task: Task, run: dict[str, Any], *, seed: i
     spans = [_storage_span(t) for t in inputs]
     params = {**run["config"], **hints}
     RECORDER.take()                                   # arms taken before this run (probes) do not count
+    # launch order once, for kernels with work tickets: the schedule the trace gives them (tickets.py)
+    in_order = bool(run.get("launch_order")) and has_tickets(cand.path)
     outputs, session = _call(cand, inputs, params, order_seed=run["order_seed"], timeout=timeout,
-                             launch_order=bool(run.get("launch_order")))
+                             launch_order=in_order)
     record: dict[str, Any] = {"inputs_before": before, "inputs_after": [digest(t) for t in inputs],
                               "launches": session.launches, "outputs": [],
                               "kernels": [[name, {k: _plain(v) for k, v in flags.items()}]
@@ -229,7 +245,7 @@ def run_check(cand: LoadedCandidate, task: Task, run: dict[str, Any], *, seed: i
     if run.get("repeat"):
         again = [placed(t) for t in factory.make(run["shape"], run["profile"], call=run["call"])]
         second, _ = _call(cand, again, params, order_seed=run["order_seed"], timeout=timeout,
-                          launch_order=bool(run.get("launch_order")))
+                          launch_order=in_order)
         first_starts = {_storage_span(t)[0] for t in outputs}
         record["repeat"] = [{**_put_output(blob, out), "same_buffer": _storage_span(out)[0] in first_starts}
                             for out in second]
