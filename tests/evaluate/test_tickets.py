@@ -65,7 +65,7 @@ STRIDED = NAIVE.replace(
 def test_the_ticket_kernels_are_what_they_claim():
     assert TICKET != NAIVE and QUEUE != TICKET and "while tile" in QUEUE
     assert hack_gate(TICKET).passed and hack_gate(QUEUE).passed
-    assert WIDE_QUEUE != QUEUE and "for tile in range" in STRIDED
+    assert WIDE_QUEUE != QUEUE and QUEUE_AND != QUEUE and "for tile in range" in STRIDED
 
 
 def test_a_ticket_loop_is_sampled_and_traced_like_its_grid_stride_twin():
@@ -82,7 +82,11 @@ def test_a_ticket_loop_is_sampled_and_traced_like_its_grid_stride_twin():
     assert b.traffic["y_ptr"].store_bytes == pytest.approx(a.traffic["y_ptr"].store_bytes, rel=1e-6)
 
 
-@pytest.mark.parametrize("source", [TICKET, QUEUE], ids=["one-ticket", "work-queue"])
+# a test that is not elementwise (Python's `and` asks a block for one truth value): one ticket at a time
+QUEUE_AND = QUEUE.replace("    while tile * BLOCK < n_elements:\n", "    while tile * BLOCK < n_elements and tile >= 0:\n")
+
+
+@pytest.mark.parametrize("source", [TICKET, QUEUE, QUEUE_AND], ids=["one-ticket", "work-queue", "scalar-test"])
 def test_ticket_kernels_pass_the_checks(source):
     gate = check_trusted(source, RELU, [{"BLOCK": 256}])
     assert gate.passed, gate.reason

@@ -53,11 +53,11 @@ class TicketDesk:
         ticket = self.bases[address] + step * (k * self.programs + self.arrival)
         return _scalar(ticket, like)
 
-    def loop(self, ptr: Any, step: int, first: Any, cond: Any) -> "TicketRun":
+    def loop(self, ptr: Any, step: int, first: Any, cond: Any, elementwise: bool) -> "TicketRun":
         """The tickets a ``while cond(t): ...; t = ticket`` loop runs its trips on, from *first*; the
-        ticket that ends it is kept for :meth:`ended`.  The condition is evaluated on a block of the
-        coming tickets at once (it is elementwise: pure arithmetic and comparisons), one ticket at a
-        time where that fails."""
+        ticket that ends it is kept for :meth:`ended`.  An *elementwise* condition (arithmetic and
+        comparisons only) is evaluated on a block of the coming tickets at once; one with ``and``,
+        ``or`` or ``not`` (which ask a block for one truth value) one ticket at a time."""
         from .loop_hooks import WHILE_TRIP_LIMIT, LoopLimit
         address = _address(ptr)
         k0, first_value = self.drawn.get(address, 0), int(np.asarray(first.handle.data).reshape(-1)[0])
@@ -67,7 +67,7 @@ class TicketDesk:
             ks = np.arange(start, start + chunk, dtype=np.int64)       # candidate j: first, then draws k0 + j - 1
             cand = np.where(ks == 0, first_value,
                             self.bases.get(address, 0) + step * ((k0 + ks - 1) * self.programs + self.arrival))
-            holds = _holds(cond, cand.astype(dtype), first)
+            holds = _holds(cond, cand.astype(dtype), first, elementwise)
             values.append(cand)
             if not holds.all():
                 m = start + int(np.argmin(holds))
@@ -111,20 +111,26 @@ def _scalar(value: int, like: Any) -> Any:
     return tl.core.tensor(interp.TensorHandle(np.full(data.shape, value, dtype=data.dtype), like.dtype), like.type)
 
 
-def _holds(cond: Any, tickets: np.ndarray, like: Any) -> np.ndarray:
+def _holds(cond: Any, tickets: np.ndarray, like: Any, elementwise: bool) -> np.ndarray:
     """cond at each of *tickets*: on all of them as one block when it is elementwise, else one by one."""
     import triton.language as tl
     from triton.runtime import interpreter as interp
     head = bool(cond(_scalar(int(tickets[0]), like)))    # as the loop tests it (a block here fails as there)
-    block = tl.core.tensor(interp.TensorHandle(tickets, like.dtype), tl.block_type(like.dtype, [tickets.size]))
-    try:
-        out = cond(block)
-        data = np.asarray(out.handle.data) if isinstance(out, tl.core.tensor) else None
-        if data is not None and data.shape == tickets.shape and bool(data[0]) == head:
-            return data.astype(bool)
-    except Exception:  # noqa: BLE001 - not elementwise (a Python `and`, say): one ticket at a time
-        pass
-    return np.array([head] + [bool(cond(_scalar(int(t), like))) for t in tickets[1:]])
+    if elementwise:
+        block = tl.core.tensor(interp.TensorHandle(tickets, like.dtype), tl.block_type(like.dtype, [tickets.size]))
+        try:
+            out = cond(block)
+            data = np.asarray(out.handle.data) if isinstance(out, tl.core.tensor) else None
+            if data is not None and data.shape == tickets.shape and bool(data[0]) == head:
+                return data.astype(bool)
+        except Exception:  # noqa: BLE001 - a block it cannot take: one ticket at a time
+            pass
+    holds = np.zeros(tickets.shape, dtype=bool)
+    for i, ticket in enumerate(tickets):                 # up to the first ticket that ends the loop, as it runs
+        holds[i] = head if i == 0 else bool(cond(_scalar(int(ticket), like)))
+        if not holds[i]:
+            break
+    return holds
 
 
 def _address(ptr: Any) -> int:
@@ -138,8 +144,8 @@ def _kf_ticket(ptr, old, step):
     return DESK.draw(ptr, old, step)
 
 
-def _kf_ticket_loop(ptr, step, first, cond):
-    return DESK.loop(ptr, step, first, cond)
+def _kf_ticket_loop(ptr, step, first, cond, elementwise):
+    return DESK.loop(ptr, step, first, cond, elementwise)
 
 
 def _kf_ticket_end(ptr):
@@ -204,11 +210,13 @@ def _rewrite_ticket_loops(body: list[ast.stmt], tickets: dict[int, ast.Call]) ->
             continue
         name, call = found
         ptr, step = call.args[0].id, call.args[1].value
+        elementwise = not any(isinstance(n, (ast.BoolOp, ast.Not)) for n in ast.walk(stmt.test))
         cond = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=name)], kwonlyargs=[],
                                              kw_defaults=[], defaults=[]), body=stmt.test)
         tickets_of = ast.Call(func=ast.Name(id=TICKET_LOOP_HELPER, ctx=ast.Load()),
                               args=[ast.Name(id=ptr, ctx=ast.Load()), ast.Constant(value=step),
-                                    ast.Name(id=name, ctx=ast.Load()), cond], keywords=[])
+                                    ast.Name(id=name, ctx=ast.Load()), cond, ast.Constant(value=elementwise)],
+                              keywords=[])
         loop = ast.For(target=ast.Name(id=name, ctx=ast.Store()), iter=tickets_of, body=stmt.body[:-1] or [ast.Pass()],
                        orelse=[], type_comment=None)
         end = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())],
