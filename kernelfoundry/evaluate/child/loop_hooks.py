@@ -46,7 +46,7 @@ from typing import Any
 from ...harness.arms import ARM_HELPER, _kf_arm, instrument_kernel
 from ..contract.language import KERNEL_BUILTINS
 from .interpreter_gaps import LoopIndex
-from .tickets import (TICKET_END_HELPER, TICKET_HELPER, TICKET_LOOP_HELPER, TicketRun, _kf_ticket,
+from .ticket_desk import (TICKET_END_HELPER, TICKET_HELPER, TICKET_LOOP_HELPER, TicketRun, _kf_ticket,
                       _kf_ticket_end, _kf_ticket_loop, instrument_tickets)
 from ..trace.loop_plan import BUDGET_LOOPS, DENSE_TRIPS, DENSE_TRIPS_OTHERS, dense_plan, trip_plan
 

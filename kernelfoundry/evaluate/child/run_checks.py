@@ -227,7 +227,7 @@ def run_check(cand: LoadedCandidate, task: Task, run: dict[str, Any], *, seed: i
     spans = [_storage_span(t) for t in inputs]
     params = {**run["config"], **hints}
     RECORDER.take()                                   # arms taken before this run (probes) do not count
-    # launch order once, for kernels with work tickets: the schedule the trace gives them (tickets.py)
+    # launch order once, for kernels with work tickets: the schedule the trace gives them (contract/tickets.py)
     in_order = bool(run.get("launch_order")) and has_tickets(cand.path)
     outputs, session = _call(cand, inputs, params, order_seed=run["order_seed"], timeout=timeout,
                              launch_order=in_order)

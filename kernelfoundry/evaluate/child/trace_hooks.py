@@ -33,7 +33,7 @@ import torch
 import triton.language as tl
 from triton.runtime import interpreter as interp
 from triton.tools.tensor_descriptor import TensorDescriptor
-from .tickets import DESK
+from .ticket_desk import DESK
 
 _TORCH_DTYPE_NAMES = {
     torch.float64: "fp64", torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",

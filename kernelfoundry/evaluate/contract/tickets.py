@@ -4,7 +4,7 @@
 how stream-K work queues and persistent kernels take their next unit of work.  The verifier
 runs programs one after another (checks) or only a sample of them (the trace), where real
 arrival order would give the first program every ticket and a sampled program whichever
-ticket its place in the sample draws.  So the child *schedules* tickets (``child/tickets.py``):
+ticket its place in the sample draws.  So the child *schedules* tickets (``child/ticket_desk.py``):
 the k-th ticket a program draws from a counter is ``base + step * (k * G + a)``, with ``G``
 the launch's programs and ``a`` the program's arrival index (round robin: every program takes
 its first ticket, then its second...).  That is a schedule a GPU can produce, checks and trace

@@ -111,7 +111,7 @@ def plan_runs(task: Task, configs: list[dict[str, Any]], *, seed: int,
     runs = [{"shape": dict(env), "profile": p, "config": dict(configs[0])} for i, env in enumerate(shapes)
             for p in (profiles if i == 0 else larger_shape_profiles(profiles, seed=seed, shape_index=i))]
     runs[0]["repeat"] = True
-    runs[0]["launch_order"] = True        # programs in launch order once: the trace's ticket schedule (tickets.py)
+    runs[0]["launch_order"] = True        # programs in launch order once: the trace's ticket schedule (contract/tickets.py)
     runs += [{"shape": dict(env), "profile": "normal", "config": dict(c)} for c in configs[1:] for env in shapes]
     return _number(runs, seed=seed, first_call=1)
 
