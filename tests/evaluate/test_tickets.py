@@ -129,3 +129,16 @@ def test_work_keyed_on_late_tickets_is_seen_by_the_checks():
     assert lazy != TICKET
     gate = check_trusted(lazy, RELU, [{"BLOCK": 256}])
     assert not gate.passed and "NaN" in gate.reason
+
+
+def test_a_ticket_loop_whose_counter_is_drawn_again_inside_its_trips_fails():
+    """The counter passed twice (two parameters, one tensor): a draw inside the trips would take tickets
+    the loop's scheduled trips also run on (on a GPU the loop would skip them)."""
+    twice = QUEUE.replace("counter_ptr, n_elements, BLOCK: tl.constexpr):",
+                          "counter_ptr, again_ptr, n_elements, BLOCK: tl.constexpr):").replace(
+        "        x = tl.load(x_ptr + offs, mask=mask, other=0.0)\n",
+        "        x = tl.load(x_ptr + offs, mask=mask, other=0.0) + 0 * tl.atomic_add(again_ptr, 1)\n").replace(
+        "(x, y, counter, n,", "(x, y, counter, counter, n,")
+    assert twice.count("again_ptr") == 2 and "counter, counter, n" in twice
+    gate = check_trusted(twice, RELU, [{"BLOCK": 256}])
+    assert not gate.passed and "drawn inside the trips" in gate.reason, gate.reason

@@ -24,6 +24,10 @@ from ..contract.tickets import TICKET_HELPER, ticket_calls
 TICKET_LOOP_HELPER, TICKET_END_HELPER = "_kf_ticket_loop", "_kf_ticket_end"
 
 
+class TicketError(Exception):
+    """A kernel drew tickets in a way the schedule cannot stand for."""
+
+
 class TicketDesk:
     """Per launch: each counter's base; per program: its arrival index and draws per counter."""
 
@@ -33,16 +37,20 @@ class TicketDesk:
         self.arrival = 0
         self.bases: dict[int, int] = {}
         self.drawn: dict[int, int] = {}
-        self.after: dict[int, Any] = {}        # counter -> the ticket that ended a ticket loop
+        self.after: dict[int, Any] = {}        # counter -> the ticket that ends its ticket loop (running or done)
+        self.looping: set[int] = set()         # counters whose ticket loop is running
 
     def begin_program(self, launch: Any, programs: int, arrival: int) -> None:
         if launch is not self.launch:
             self.launch, self.bases = launch, {}
-        self.programs, self.arrival, self.drawn, self.after = programs, arrival, {}, {}
+        self.programs, self.arrival, self.drawn, self.after, self.looping = programs, arrival, {}, {}, set()
 
     def draw(self, ptr: Any, old: Any, step: int) -> Any:
         """The scheduled ticket for an atomic that returned *old* (the counter before it)."""
         address = _address(ptr)
+        if address in self.looping:
+            raise TicketError("a ticket loop's counter was drawn inside the trips (through another parameter "
+                              "bound to the same tensor): on a GPU those draws take the loop's tickets")
         self.bases.setdefault(address, int(np.asarray(old.handle.data).reshape(-1)[0]))
         return self.next(address, step, like=old)
 
@@ -66,7 +74,7 @@ class TicketDesk:
         while True:
             ks = np.arange(start, start + chunk, dtype=np.int64)       # candidate j: first, then draws k0 + j - 1
             cand = np.where(ks == 0, first_value,
-                            self.bases.get(address, 0) + step * ((k0 + ks - 1) * self.programs + self.arrival))
+                            self.bases[address] + step * ((k0 + ks - 1) * self.programs + self.arrival))
             holds = _holds(cond, cand.astype(dtype), first, elementwise)
             values.append(cand)
             if not holds.all():
@@ -78,12 +86,14 @@ class TicketDesk:
                 raise LoopLimit(f"a loop over work tickets ran more than {WHILE_TRIP_LIMIT} trips")
         tickets = np.concatenate(values).astype(dtype)
         self.drawn[address] = k0 + m
-        run = TicketRun(tickets[:m], first)
-        self.after[address] = TicketRun(tickets[m:m + 1], first)[0]
-        return run
+        self.after[address] = _scalar(int(tickets[m]), first)
+        self.looping.add(address)
+        return TicketRun(tickets[:m], first)
 
     def ended(self, ptr: Any) -> Any:
-        return self.after[_address(ptr)]
+        address = _address(ptr)
+        self.looping.discard(address)
+        return self.after[address]
 
 
 class TicketRun:
