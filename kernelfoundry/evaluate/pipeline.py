@@ -155,7 +155,7 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
             outcome = run_sandboxed(CHILD_MODULE, {**base, "kind": "check", "runs": to_check, "probe_configs": configs},
                                     limits, mode=mode, extra_files=(DATA_FILE,))
             load, report = read_job(outcome, "check")
-            gates += load
+            gates += [_own_limit(g, outcome) for g in load]
             if not gates[-1].passed:
                 return stop()
             correctness = judge_checks(task, to_check, report["check"], outcome, seed=seed)
@@ -179,7 +179,7 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
         load, report = read_job(traced, "trace")
         if not load[-1].passed:                # it loaded for the checks: a failure now belongs to a later gate
             details, reason = dict(load[-1].details), load[-1].reason
-            if traced.killed_by in ("memory", "wall") or traced.signal == signal.SIGXCPU:   # the trace's own cost
+            if verifier_limit(traced):                                      # the trace's own cost
                 details["inconclusive"], reason = True, f"{INCONCLUSIVE} ({reason})"
             gates.append(GateResult(name="trace", passed=False, reason=reason, seconds=load[-1].seconds,
                                     details=details))
@@ -199,7 +199,7 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
                             extra_files=(DATA_FILE,))
         failed, result = read_job(job, "check")
         if not failed[-1].passed:
-            return failed[-1], None
+            return _own_limit(failed[-1], job), None
         return BlobReader(job.files.get(DATA_FILE)), result["check"]
 
     def densify(todo: list[dict[str, Any]]) -> tuple[GateResult, list[ConfigTrace]]:
@@ -208,7 +208,7 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
                             extra_files=(DATA_FILE,))
         failed, result = read_job(job, "trace")
         if not failed[-1].passed:
-            return failed[-1], []
+            return _own_limit(failed[-1], job, stage="trace"), []
         dense_gate, dense_traces = judge_trace(result["trace"], job, todo, len(task.target_shapes), dense=True)
         if context and dense_gate.passed:
             _keep_traces(trace_cache, context, todo, dense_traces)
@@ -294,6 +294,23 @@ def read_job(outcome: SandboxOutcome, kind: str) -> tuple[list[GateResult], dict
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return [_malformed(outcome, str(exc))], None
     return gates, result
+
+
+def verifier_limit(outcome: SandboxOutcome) -> bool:
+    """The job was stopped by the sandbox's memory, wall-clock or CPU limit (not by a crash or a
+    refused system call): limits sized for the verifier's whole plan of runs, not for one launch."""
+    return outcome.killed_by in ("memory", "wall") or outcome.signal == signal.SIGXCPU
+
+
+def _own_limit(gate: GateResult, outcome: SandboxOutcome, stage: str = "correctness") -> GateResult:
+    """*gate* marked inconclusive when a job ran past the verifier's own limits after the load (in
+    *stage*: the checks or the trace).  Every launch has its own CPU limit inside the job, and a
+    launch past it fails the kernel; a job stopped with no launch past it ran out of the budget
+    of the verifier's whole plan of runs."""
+    if gate.passed or outcome.progress != stage or not verifier_limit(outcome):
+        return gate
+    return GateResult(name=gate.name, passed=False, reason=f"{INCONCLUSIVE} ({gate.reason})", seconds=gate.seconds,
+                      details={**gate.details, "inconclusive": True})
 
 
 def judge_checks(task: Task, plan: list[dict[str, Any]], report: Any, outcome: SandboxOutcome, *,

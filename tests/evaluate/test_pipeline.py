@@ -134,6 +134,46 @@ def test_a_failed_load_is_the_childs_verdict():
     assert [g.name for g in gates] == ["load"] and not gates[0].passed and report is not None
 
 
+def _killed(progress, sig=None, killed_by=None):
+    import signal as _signal
+    return SandboxOutcome(ok=False, result=None, reason="killed", exit_code=None, progress=progress,
+                          signal=_signal.SIGXCPU if sig == "xcpu" else sig, killed_by=killed_by)
+
+
+@pytest.mark.parametrize("outcome,inconclusive", [
+    (_killed("correctness", "xcpu"), True),              # the job's CPU budget: the verifier's plan of runs
+    (_killed("correctness", killed_by="wall"), True),
+    (_killed("correctness", killed_by="memory"), True),
+    (_killed("load", "xcpu"), False),                    # importing the candidate is the candidate's own cost
+    (_killed("correctness", 11), False),                 # a crash is the kernel's
+    (_killed("correctness", killed_by="output"), False), # flooding the output is the kernel's
+])
+def test_a_check_job_past_the_verifiers_own_limits_is_inconclusive(monkeypatch, outcome, inconclusive):
+    from kernelfoundry.records import INCONCLUSIVE, is_inconclusive
+    monkeypatch.setattr(pipeline, "run_sandboxed", lambda module, payload, *a, **kw: outcome
+                        if payload["kind"] == "check" else _outcome({"gates": [LOAD_OK], "trace": {"traces": []}}))
+    result = pipeline.verify(SOFTMAX, SOFTMAX_SEED, ["h100"], compile=False)
+    assert not result.passed and result.gate == ("correctness" if outcome.progress == "correctness" else "load")
+    assert is_inconclusive(result.to_dict()) == inconclusive
+    assert result.reason.startswith(INCONCLUSIVE) == inconclusive
+
+
+def test_the_confirm_gates_span_job_past_its_cpu_limit_is_inconclusive(monkeypatch):
+    """The span runs are the verifier's choice of shapes: their job running out of its CPU budget (every
+    launch inside its own limit) is the verifier's limit, not a fault of the kernel."""
+    from kernelfoundry.records import is_inconclusive
+    real = pipeline.run_sandboxed
+
+    def span_job_out_of_cpu(module, payload, limits, **kw):
+        if payload["kind"] == "check" and any(r.get("span") for r in payload["runs"]):
+            return _killed("correctness", "xcpu")
+        return real(module, payload, limits, **kw)
+    monkeypatch.setattr(pipeline, "run_sandboxed", span_job_out_of_cpu)
+    r = verify(SOFTMAX, SOFTMAX_SEED, ["h100"], compile=False)
+    assert (r.passed, r.gate) == (False, "confirm") and is_inconclusive(r.to_dict())
+    assert [g.name for g in r.gates][-2:] == ["model", "confirm"]
+
+
 GOOD_TRACE = {"shape_index": 0, "shape": {"M": 4096, "N": 393216}, "config": {"BLOCK_N": 256}, "launches": []}
 
 

@@ -57,7 +57,8 @@ def confirm_gate(task: Any, traces: list[ConfigTrace], score: Any, *, probes: An
         """The plan's runs judged: a failed gate, or the (planned run, record) pairs."""
         outcome, report = run_checks(plan)
         if isinstance(outcome, GateResult):                # the job failed outright (killed, load, malformed)
-            return fail(outcome.reason)
+            return fail(outcome.reason, inconclusive=True) if outcome.details.get("inconclusive") \
+                else fail(outcome.reason)
         try:
             verdict = Judge(task, plan, seed=seed).judge(report, outcome)
         except MalformedReport as exc:
