@@ -6,7 +6,9 @@ kept under an element cap can still mean billions of multiply-adds: a 3D transpo
 convolution reads ``C_in x k^3`` products per output element.  :func:`work` estimates the
 reference's cost at a shape on the meta device (multiply-adds of its convolutions, as the
 gather kernel computes them; an eighth of a unit per matmul multiply-add, whose tiles are large;
-plus one unit per element every op writes);
+plus one unit per element every op writes; plus :data:`ROW_UNITS` per row of every reduction, scan
+and row-wise normalization, since a naive kernel runs a program per row and the interpreter pays
+milliseconds per program whatever its size);
 :func:`fit` lowers the free size symbols of a check shape over :data:`BUDGET` until it fits,
 keeping each symbol's parity and its divisibility by the constructor's small ints (the residue
 mod 16 yields: it cannot go below 16 for a multiple of 16), and only to sizes at which the
@@ -22,7 +24,36 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 BUDGET = (6e6, 24e6)          # estimated work units (multiply-adds) at each check shape
+#: Work units per row of a reduction: a program of a dozen block ops costs the interpreter about 2 ms
+#: (measured: a one-program-per-row sum of squares, 4,096 programs of 16-element rows, 8.7 s of CPU),
+#: about 6,000 units at the few million multiply-adds a second a convolution's gather kernel runs at.
+ROW_UNITS = 6000
 aten = torch.ops.aten
+#: Ops that reduce over dims: one row per output element.
+_REDUCTIONS = {aten.sum, aten.mean, aten.amax, aten.amin, aten.max, aten.min, aten.argmax, aten.argmin,
+               aten.var, aten.std, aten.var_mean, aten.std_mean, aten.prod, aten.logsumexp,
+               aten.linalg_vector_norm, aten.norm, aten.all, aten.any}
+#: Ops that keep the shape and work along one dim (args[1]): one row per element not on that dim.
+_ALONG_DIM = {aten._softmax, aten._log_softmax, aten.cumsum, aten.cumprod, aten.cummax, aten.cummin,
+              aten.logcumsumexp}
+
+
+def _rows(packet: Any, args: tuple, n_out: int) -> int:
+    """How many rows a naive kernel for this op runs a program for (0: not a row-wise op)."""
+    first = args[0] if args and isinstance(args[0], torch.Tensor) else None
+    if first is None or first.dim() == 0:
+        return 0
+    if packet in _REDUCTIONS:
+        return n_out
+    if packet in _ALONG_DIM and len(args) > 1 and isinstance(args[1], int):
+        return first.numel() // max(1, first.shape[args[1]])
+    if packet is aten.native_layer_norm:                    # normalized over the trailing dims
+        return first.numel() // max(1, math.prod(args[1]))
+    if packet is aten.native_group_norm:                    # (input, weight, bias, N, C, HxW, group, eps)
+        return args[3] * args[6]
+    if packet is aten.native_batch_norm or packet is aten._native_batch_norm_legit_no_training:
+        return first.shape[1] if first.dim() > 1 else 1
+    return 0
 
 
 class _Count(TorchDispatchMode):
@@ -44,6 +75,7 @@ class _Count(TorchDispatchMode):
             self.units += n * a.shape[-1] / 8      # tl.dot on large tiles: cheap per multiply-add
         else:
             self.units += n
+        self.units += ROW_UNITS * _rows(packet, args, n)
         return out
 
 
@@ -95,7 +127,8 @@ def _descend(env, units, symbols, divisors, at_least, budget, cost):
         if not options:
             break
         who = max(options, key=lambda s: env[s])
-        pick = min(options[who], key=lambda v: abs(v - env[who] / 2))
+        taken = {v for s, v in env.items() if s != who}       # distinct sizes catch a size read from the wrong dim
+        pick = min(options[who], key=lambda v: (v in taken, abs(v - env[who] / 2)))
         trial = dict(env, **{who: pick})
         got = cost(trial)
         if got is None or got >= units:
@@ -113,7 +146,8 @@ def widen(env: dict[str, int], symbols: dict[str, int], divisors: list[int], at_
     out = dict(env)
     for s in sorted(env, key=lambda s: (env[s], s)):
         ups = [v for v in lower_sizes(symbols[s], divisors, at_least) if v > out[s]][:12]
-        for v in sorted(ups, key=lambda v: (abs(v - 1.5 * out[s]), v)):
+        taken = {v for t, v in out.items() if t != s}
+        for v in sorted(ups, key=lambda v: (v in taken, abs(v - 1.5 * out[s]), v)):
             trial = dict(out, **{s: v})
             got = cost(trial)
             if got is not None and got <= budget:

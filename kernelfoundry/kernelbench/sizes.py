@@ -47,13 +47,17 @@ def size_expr(a: float, b: float, env_a: dict[str, int], env_b: dict[str, int], 
                 found.append(((inverse, q.denominator != 1, q != 1, k, q.numerator * q.denominator), text))
     if found:
         return min(found)[1]
-    for combo in (c for k in range(1, 3) for c in itertools.combinations_with_replacement(symbols, k)):
+    offsets = []                                # a size plus a small constant: an exclusive scan's n - 1
+    for k, combo in ((k, c) for k in range(1, 3) for c in itertools.combinations_with_replacement(symbols, k)):
         pa, pb = math.prod(env_a[s] for s in combo), math.prod(env_b[s] for s in combo)
+        c = a - pa
+        if c and abs(c) <= 16 and c == int(c) and b == pb + c:
+            offsets.append((abs(c), k, combo, int(c)))
+    if offsets:                                 # the smallest constant: n - 1 over m + 15 when m + 16 = n twice
+        _, _, combo, c = min(offsets)
         body = " * ".join(f"S_{s}" for s in combo)
-        for c in range(-16, 17):                # a size plus a small constant: an exclusive scan's n - 1
-            if c and a == pa + c and b == pb + c:
-                return f"({body} {'+' if c > 0 else '-'} {abs(c)})" if isinstance(a, int) else \
-                    f"float({body} {'+' if c > 0 else '-'} {abs(c)})"
+        text = f"({body} {'+' if c > 0 else '-'} {abs(c)})"
+        return text if isinstance(a, int) else f"float{text}"
     if isinstance(a, int):                      # a sum of sizes: the length of a cat's output
         for k in (2, 3):
             for combo in itertools.combinations_with_replacement(symbols, k):
@@ -77,8 +81,9 @@ def _literal(value: float) -> str:
 
 def probe_env(symbols: dict[str, int], env0: dict[str, int], ladders: dict[str, list[int]]) -> dict[str, int]:
     """A second shape where every symbol differs from *env0* and from every other symbol, and
-    every two symbols stand in another ratio than at *env0*, where the ladders allow (so no size
-    is mistaken for a constant or for another size: with B = 2A at both shapes, 4 * C * B and
+    every two symbols stand in another ratio and another difference, and every sum of up to three
+    sizes is another number than at *env0*, where the ladders allow (so no size is mistaken for a
+    constant or for another size: with B = 2A at both shapes, 4 * C * B and
     8 * A * C would be the same number twice, and a view's size could be read as either)."""
     used: set[int] = set(env0.values())
     out: dict[str, int] = {}
@@ -88,11 +93,23 @@ def probe_env(symbols: dict[str, int], env0: dict[str, int], ladders: dict[str, 
             rungs += [rungs[-1] + k * (rungs[-1] - rungs[-2]) for k in range(1, 5)]
         options = [v for v in rungs if v != env0[s]]
 
-        def new_ratio(v: int) -> bool:
-            return all(v * env0[t] != w * env0[s] for t, w in out.items())
+        def new_ratio(v: int) -> bool:          # and another difference (n - 1 is not m + 15 twice)
+            return all(v * env0[t] != w * env0[s] and v - w != env0[s] - env0[t] for t, w in out.items()) \
+                and _new_sums(s, v, out, env0)
         plain = [v for v in ladders[s] if v != env0[s]]
         pick = next((v for v in options if v not in used and new_ratio(v)),
                     next((v for v in plain if v not in used), plain[0] if plain else env0[s]))
         out[s] = pick
         used.add(pick)
     return out
+
+
+def _new_sums(s: str, v: int, out: dict[str, int], env0: dict[str, int]) -> bool:
+    """Every sum of up to three sizes that counts *s* (= *v*) is another number than at *env0*: a cat's
+    length ``idx + 2 * x`` read as the constant 57 when 17 + 2 * 20 = 49 + 2 * 4."""
+    for k in range(3):
+        for combo in itertools.combinations_with_replacement(list(out), k):
+            for m in range(1, 4 - k):
+                if m * v + sum(out[t] for t in combo) == m * env0[s] + sum(env0[t] for t in combo):
+                    return False
+    return True

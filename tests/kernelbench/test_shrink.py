@@ -1,5 +1,6 @@
 """Size symbols, trait-keeping check shapes and size expressions of imported problems (pure Python)."""
 
+import itertools
 import math
 
 import pytest
@@ -115,3 +116,30 @@ def test_a_size_divided_into_groups_keeps_two_per_group():
     assert ladder(8192, [16])[0] == 32 and all(v % 16 == 0 for v in ladder(8192, [16]))
     assert ladder(16, [16])[0] == 16                 # the size is one group at the target too
     assert ladder(8192, [])[0] == 16
+
+
+def test_a_size_minus_one_is_read_with_the_smallest_constant_and_the_probe_changes_every_difference():
+    """An exclusive scan narrows a row of n to n - 1. With m + 16 = n at both traced shapes, m + 15 fit
+    as well and the seed read its length from the wrong dimension (out of bounds at the target, where
+    m = n). The smaller constant wins, and the probe shape no longer keeps two sizes' difference."""
+    from kernelfoundry.kernelbench.shrink import ladder
+    from kernelfoundry.kernelbench.sizes import probe_env
+    a, b = {"m": 16, "n": 32}, {"m": 32, "n": 48}
+    assert size_expr(a["n"] - 1, b["n"] - 1, a, b, ["m", "n"]) == "(S_n - 1)"
+    assert size_expr(float(a["n"] - 1), float(b["n"] - 1), a, b, ["m", "n"]) == "float(S_n - 1)"
+    symbols = {"m": 32768, "n": 32768}
+    probe = probe_env(symbols, a, {s: ladder(v, [], 2) for s, v in symbols.items()})
+    assert probe["n"] - probe["m"] != a["n"] - a["m"], probe
+
+
+def test_the_probe_shape_changes_every_sum_of_sizes():
+    """A cat of a gather (idx_1 columns) and two x rows (x_1 each) has idx_1 + 2 * x_1 columns: at
+    17 + 2 * 20 and 49 + 2 * 4 both 57, so the length was read as a constant."""
+    from kernelfoundry.kernelbench.shrink import ladder
+    from kernelfoundry.kernelbench.sizes import probe_env
+    symbols = {"x_0": 40, "x_1": 100, "idx_1": 33}
+    env0 = {"x_0": 8, "x_1": 20, "idx_1": 17}
+    probe = probe_env(symbols, env0, {s: ladder(v, [], 2) for s, v in symbols.items()})
+    for k in (1, 2, 3):
+        for combo in itertools.combinations_with_replacement(symbols, k):
+            assert sum(probe[s] for s in combo) != sum(env0[s] for s in combo), (combo, probe)
