@@ -23,7 +23,8 @@ from .dataset import FidelityError
 TRACER_SOURCES = ("evaluate/child/record_trace.py", "evaluate/child/trace_hooks.py", "evaluate/trace/counts.py",
                   "evaluate/child/loop_hooks.py", "evaluate/trace/loop_plan.py", "records.py", "evaluate/child/entry.py", "harness/inputs.py",
                   "harness/tiled.py", "evaluate/child/interpreter_gaps.py", "evaluate/child/libdevice.py",
-                  "evaluate/child/aperiodic.py", "evaluate/child/ticket_desk.py")
+                  "evaluate/child/aperiodic.py", "evaluate/child/ticket_desk.py",
+                  "evaluate/child/interpreter_speed.py")
 
 
 def trace_key(task_path: Path, kernel_path: Path) -> str:

@@ -44,7 +44,9 @@ def ensure_interpreter() -> None:
         raise RuntimeError("Triton's interpreter is off although TRITON_INTERPRET=1 is set (triton.knobs."
                            "runtime.interpret was overridden); the checks need the interpreter.")
     from .interpreter_gaps import install
+    from .interpreter_speed import install as install_speed
     install()
+    install_speed()
 
 
 def _configs(payload: dict[str, Any], space: dict[str, list[Any]]) -> list[dict[str, Any]]:
