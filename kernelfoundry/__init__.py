@@ -1,6 +1,7 @@
 """KernelFoundry: evolutionary quality-diversity search for fast Triton kernels."""
 
 import functools
+import importlib
 import importlib.resources
 import os
 from pathlib import Path
@@ -33,3 +34,31 @@ def data_dir(name: str) -> Path:
     if (REPO_DIR / name).is_dir() and (REPO_DIR / "pyproject.toml").is_file():
         return REPO_DIR / name
     return Path(str(shipped))
+
+
+def public_names(package: str, exports: dict[str, str], namespace: dict) -> tuple:
+    """A subpackage's PEP 562 ``__getattr__`` and ``__dir__``: its public names, each imported from its
+    module on first use, so that importing the package imports none of its modules (the sandboxed
+    child imports ``evaluate.child``, below the ``evaluate`` package).  *exports* maps a public name
+    to ``"module"`` or ``"module:attribute"``, read as ``from .module import attribute as name`` (an
+    attribute may be a submodule); *namespace* is the package's ``globals()``, where each name is kept
+    once looked up.  Usage: ``__getattr__, __dir__ = public_names(__name__, _EXPORTS, globals())``."""
+
+    def __getattr__(name: str):
+        spec = exports.get(name)
+        if spec is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module, _, attribute = spec.partition(":")
+        source = importlib.import_module(f"{package}.{module}")
+        attribute = attribute or name
+        if hasattr(source, attribute):
+            value = getattr(source, attribute)
+        else:
+            value = importlib.import_module(f"{source.__name__}.{attribute}")
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(exports))
+
+    return __getattr__, __dir__
