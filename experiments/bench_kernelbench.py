@@ -70,7 +70,7 @@ def import_one(path: Path) -> dict:
 
 def check_one(row: dict, folder: Path, verify: bool) -> None:
     """The correctness gate on the seed (in-process); with *verify*, the whole sandboxed verifier."""
-    from kernelfoundry.evaluate.inprocess import check_trusted
+    from kernelfoundry.evaluate import check_trusted
     from kernelfoundry.task import load_task
     imported = row.pop("_imported")
     task_file = write_task(imported, folder / f"{Path(row['file']).stem}.yaml")
@@ -88,8 +88,8 @@ def check_one(row: dict, folder: Path, verify: bool) -> None:
         row["category"] = category(f"seed incorrect ({gate.name if gate else 'crash'})", row["reason"] or "")
         return
     if verify:
-        from kernelfoundry.evaluate.pipeline import default_limits
-        from kernelfoundry.evaluate.pipeline import verify as run_verifier
+        from kernelfoundry.evaluate import default_limits
+        from kernelfoundry.evaluate import verify as run_verifier
         start = time.perf_counter()
         result = run_verifier(task, imported.seed_source, None, seed=0, limits=default_limits(task))
         row["verify_s"] = round(time.perf_counter() - start, 2)

@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kernelfoundry.evaluate.pipeline import verify  # noqa: E402
+from kernelfoundry.evaluate import verify  # noqa: E402
 from kernelfoundry.mutate.base import MutationRequest, ParentView  # noqa: E402
 from kernelfoundry.mutate.builtin import BuiltinMutator  # noqa: E402
 from kernelfoundry.task import load_task  # noqa: E402

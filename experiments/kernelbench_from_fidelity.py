@@ -136,7 +136,7 @@ def run(paths: list[Path], *, verify: bool, max_kernel_configs: int = 2) -> dict
             print(f"{row['problem']:<70} REFUSED  {exc}", flush=True)
             continue
         if verify and not row["no_seed"]:
-            from kernelfoundry.evaluate.pipeline import default_limits, verify as run_verify
+            from kernelfoundry.evaluate import default_limits, verify as run_verify
             task = load_task(task_file, check_files=False)
             source = (task_file.parent / "task_seed.py").read_text()
             result = run_verify(task, source, ["h100"], seed=0, limits=default_limits(task, 300.0),

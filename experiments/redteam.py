@@ -52,7 +52,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from kernelfoundry.evaluate.pipeline import default_limits, verify  # noqa: E402
+from kernelfoundry.evaluate import default_limits, verify  # noqa: E402
 from kernelfoundry.task import Task, load_task  # noqa: E402
 from experiments.redteam_transforms import TRANSFORMS, NotApplicable, Transform  # noqa: E402,F401  (re-exported)
 

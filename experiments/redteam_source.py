@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Callable
 
-from kernelfoundry.evaluate.judge.anticheat import dotted  # noqa: F401  (re-exported for the transformations)
+from kernelfoundry.evaluate import dotted  # noqa: F401  (re-exported for the transformations)
 
 
 class NotApplicable(Exception):

@@ -96,7 +96,7 @@ def format_text(result: VerifyResult, *, task_name: str, kernel: str, notes: dic
         if gate.reason:                 # a passed gate may note something (the model: its feedback per hardware)
             lines += [f"      {line}" for line in gate.reason.splitlines()]
     if result.descriptors:
-        from .evaluate.judge.descriptors import BIN_LABELS, DESCRIPTOR_BINS, DESCRIPTOR_NAMES, DESCRIPTOR_RANGES
+        from .evaluate import BIN_LABELS, DESCRIPTOR_BINS, DESCRIPTOR_NAMES, DESCRIPTOR_RANGES
         parts = []
         for name, bins, (lo, hi) in zip(DESCRIPTOR_NAMES, DESCRIPTOR_BINS, DESCRIPTOR_RANGES):
             value = result.descriptors.get(name)
@@ -147,7 +147,7 @@ def read_kernel(path: str) -> str:
 
 def write_asm_files(result: VerifyResult, directory: str) -> None:
     """``--asm DIR``: the best configs' assembly, or a note on stderr when nothing compiled."""
-    from .evaluate.judge.compile_gate import write_best_asm
+    from .evaluate import write_best_asm
     gate = next((g for g in result.gates if g.name == "compile"), None)
     if gate is None or not gate.passed:
         print(f"note: no assembly written to {directory}: the kernel did not reach or pass the compile gate.",
@@ -161,7 +161,7 @@ def write_asm_files(result: VerifyResult, directory: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .evaluate.pipeline import default_limits, verify
+    from .evaluate import default_limits, verify
     from .kernelbench import load_task_or_problem
     if not args.timeout > 0:
         raise UserError(f"--timeout must be a positive number of seconds; got {args.timeout}.")

@@ -58,7 +58,7 @@ def load_cached(dataset_dir: Path, task_path: Path, kernel_path: Path) -> list[C
 
 def trace_kernel(task_path: Path, kernel_path: Path, hardware: str) -> list[ConfigTrace]:
     """Run the verifier on the kernel and return its traces at every target shape."""
-    from ..evaluate.pipeline import verify
+    from ..evaluate import verify
     from ..task import load_task
     task = load_task(task_path, check_files=False)
     result = verify(task, kernel_path.read_text(), [hardware], max_kernel_configs=16, compile=False)

@@ -56,7 +56,7 @@ class DeviceMeasurer:
     def measure(self, task: Task | dict, source: str, verdict: VerifyResult, hardware: str, seed: int) -> dict:
         """The ``measured`` record (``passed`` False with a ``reason`` when the device refutes the kernel)."""
         from ..sandbox.channel import DATA_FILE, BlobReader
-        from ..evaluate.judge.correctness import MalformedReport, load_reference
+        from ..evaluate import MalformedReport, load_reference
         from ..harness.inputs import InputFactory
         from ..sandbox import SandboxLimits, run_sandboxed
         from .judge import judge_outputs
@@ -132,7 +132,7 @@ class DeviceMeasurer:
         from ..perfmodel.eager import DO_BENCH
         from ..perfmodel.hardware import load_hardware
         from ..harness.inputs import InputFactory
-        from ..evaluate.judge.correctness import load_reference
+        from ..evaluate import load_reference
         timer = timer_from_spec(self.spec["timer"])
         spec = load_hardware(hardware)
         rows = measured if isinstance(measured, list) and len(measured) == len(shapes) else [[]] * len(shapes)

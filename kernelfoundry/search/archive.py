@@ -28,9 +28,9 @@ class ArchiveSpec:
 
     @classmethod
     def default(cls) -> "ArchiveSpec":
-        from ..evaluate.judge import descriptors as d
-        return cls(names=tuple(d.DESCRIPTOR_NAMES), ranges=tuple(tuple(r) for r in d.DESCRIPTOR_RANGES),
-                   bins=tuple(d.DESCRIPTOR_BINS), labels={k: list(v) for k, v in d.BIN_LABELS.items()})
+        from ..evaluate import BIN_LABELS, DESCRIPTOR_BINS, DESCRIPTOR_NAMES, DESCRIPTOR_RANGES
+        return cls(names=tuple(DESCRIPTOR_NAMES), ranges=tuple(tuple(r) for r in DESCRIPTOR_RANGES),
+                   bins=tuple(DESCRIPTOR_BINS), labels={k: list(v) for k, v in BIN_LABELS.items()})
 
     def describe_cell(self, cell: tuple[int, ...]) -> str:
         parts = []

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..evaluate.trace.cache import FILE_NAME as TRACE_CACHE_FILE
+from ..evaluate import TRACE_CACHE_FILE
 from ..store import RunStore
 from ..kernelbench import load_task_or_problem
 from ..task import Task, task_from_dict

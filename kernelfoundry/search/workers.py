@@ -68,11 +68,11 @@ class KernelWorker:
         self.verify_options = dict(verify_options)
         self.cache = None
         if verdict_cache and Path(verdict_cache).parent.is_dir():    # not on a node without the driver's files
-            from ..evaluate.verdict_cache import VerdictCache, context_key
+            from ..evaluate import VerdictCache, context_key
             self.cache = VerdictCache(verdict_cache, context_key(task, self.hardware, self.verify_options))
         self.traces = None
         if trace_cache:                   # the run's file, or this worker's memory on a node without it
-            from ..evaluate.trace.cache import TraceCache
+            from ..evaluate import TraceCache
             self.traces = TraceCache(trace_cache if Path(trace_cache).parent.is_dir() else None)
         self.mutator = build_mutator(mutator, seed=worker_index)
         self.name = f"w{worker_index}@{os.uname().nodename}:{os.getpid()}"
@@ -125,7 +125,7 @@ class KernelWorker:
         The verifier's seed comes from the source (:func:`verify_seed`), so a verdict is the
         same in every run; with a verdict cache, a source verified before is read back.
         """
-        from ..evaluate.pipeline import verify
+        from ..evaluate import verify
         start = time.time()
         out = self.cache.get(source) if self.cache is not None and self.measurer is None else None
         if out is not None:
