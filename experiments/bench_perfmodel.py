@@ -25,11 +25,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kernelfoundry.perfmodel.features import launch_features  # noqa: E402
-from kernelfoundry.perfmodel.hardware import list_hardware, resolve_hardware  # noqa: E402
-from kernelfoundry.perfmodel.model import HardwareArrays, evaluate, sum_launches  # noqa: E402
-from kernelfoundry.perfmodel.score import score_candidate  # noqa: E402
-from kernelfoundry.perfmodel.tuning import plan_configs, sweep  # noqa: E402
+from kernelfoundry.perfmodel import (HardwareArrays, evaluate, launch_features, list_hardware, plan_configs,  # noqa: E402
+                                     resolve_hardware, score_candidate, sum_launches, sweep)
 from kernelfoundry.task import load_task  # noqa: E402
 from tests.perfmodel.tracegen import config_trace, copy_trace, matmul_trace  # noqa: E402
 

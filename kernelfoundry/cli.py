@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .perfmodel.hardware import HARDWARE_DIR, HARDWARE_DIR_ENV
+from .perfmodel import HARDWARE_DIR, HARDWARE_DIR_ENV
 
 #: subcommand -> (module whose ``main(argv)`` runs it, one line of help)
 COMMANDS: dict[str, tuple[str, str]] = {

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from .errors import UserError
-from .perfmodel.hardware import HARDWARE_DIR, HARDWARE_DIR_ENV, list_hardware, load_hardware
+from .perfmodel import HARDWARE_DIR, HARDWARE_DIR_ENV, list_hardware, load_hardware
 
 
 def _table() -> list[str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..fidelity.stats import summarize
-from ..perfmodel.hardware import load_hardware
+from ..perfmodel import load_hardware
 from .fit import FIGURES, fit, log_errors, with_figures
 from .hwfile import default_path, write
 from .rows import read_rows

@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..perfmodel.hardware import HardwareSpec, get_figure, with_figures
+from ..perfmodel import HardwareSpec, get_figure, with_figures
 
 #: figure -> (lower, upper): the "approx" / fitted figures calibration may change.
 FIGURES: dict[str, tuple[float, float]] = {

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from ..perfmodel.hardware import HardwareSpec, load_hardware, writable_hardware_dir
+from ..perfmodel import HardwareSpec, load_hardware, writable_hardware_dir
 from .rows import CalibrationError
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..perfmodel.hardware import HardwareSpec
+from ..perfmodel import HardwareSpec
 from .fit import Measurement
 
 #: the bench CSV's columns (``bench_elites.py`` writes them; docs/device.md)
@@ -44,8 +44,7 @@ def kernel_row(id_: str, kind: str, measured_s: float, predicted_s: float, bound
 def eager_row(id_: str, kind: str, measured_s: float, reference: str, inputs: list, timing: str,
               source: str, weight: float = 1.0) -> Measurement:
     """An eager-PyTorch measurement, re-predicted by the eager baseline itself."""
-    from ..perfmodel.baseline import eager_estimate, profile_function
-    from ..perfmodel.eager import TIMINGS
+    from ..perfmodel import TIMINGS, eager_estimate, profile_function
     profile = profile_function(reference, [(n, tuple(s), d) for n, s, d in inputs], name=id_)
     return Measurement(id_, kind, measured_s, lambda spec: eager_estimate(profile, spec, TIMINGS[timing]).seconds,
                        weight=weight, source=source)
@@ -83,8 +82,7 @@ def _from_dataset(path: Path, base: HardwareSpec) -> tuple[list[Measurement], st
         return rows, f"published: {ds.name}"
     from ..fidelity.predict import kernel_prediction
     from ..fidelity.traces import get_traces
-    from ..perfmodel.alignment import unaligned_bytes
-    from ..perfmodel.model import HardwareArrays
+    from ..perfmodel import HardwareArrays, unaligned_bytes
     from ..task import load_task
     for r in ds.rows:
         traces = get_traces(path.parent, r.task, r.kernel, ds.hardware, write=False)[0]

@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 
 from ..candidate import source_hash
 from ..sandbox import SandboxLimits
-from ..perfmodel.hardware import load_hardware
+from ..perfmodel import load_hardware
 from .amd import amd_resources
 from .asm import add_sass
 from .cache import CacheEntry, CompileCache, compile_key

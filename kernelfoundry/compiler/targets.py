@@ -12,7 +12,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from ..perfmodel.hardware import TRITON_TARGET_RE, load_hardware
+from ..perfmodel import TRITON_TARGET_RE, load_hardware
 
 NO_BACKEND = "no Triton backend for this hardware in the installed wheel"
 _BACKEND_PACKAGE = {"cuda": "nvidia", "hip": "amd"}

@@ -97,7 +97,7 @@ def load_bands(path: Path = BANDS_PATH) -> tuple[dict, ...]:
 @functools.lru_cache(maxsize=64)
 def hardware_family(name: str) -> tuple[str, str] | None:
     """(vendor, kind) of a hardware library entry, e.g. ("nvidia", "gpu"); None when it cannot be loaded."""
-    from ..perfmodel.hardware import load_hardware
+    from ..perfmodel import load_hardware
     try:
         spec = load_hardware(name)
     except Exception:  # noqa: BLE001 - an unknown name or a broken file: no family, so unvalidated

@@ -16,10 +16,7 @@ import sys
 
 import numpy as np
 
-from ..perfmodel.baseline import eager_estimate, profile_function
-from ..perfmodel.eager import TIMINGS
-from ..perfmodel.eager import rules_conv
-from ..perfmodel.hardware import load_hardware
+from ..perfmodel import TIMINGS, eager_estimate, load_hardware, profile_function, rules_conv
 from .dataset import load_dataset
 
 #: (module, constant, index in a tuple or None, lower, upper), the op kinds it prices.

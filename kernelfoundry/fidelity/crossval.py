@@ -30,10 +30,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..perfmodel.hardware import get_figure, with_figures
-from ..perfmodel.eager import kernels as eager_kernels
-from ..perfmodel.eager import rules_conv, rules_matmul, rules_norm, rules_pointwise, rules_reduce
-from ..perfmodel.hardware import HardwareSpec, load_hardware
+from ..perfmodel import (HardwareSpec, eager_kernels, get_figure, load_hardware, rules_conv, rules_matmul, rules_norm,
+                         rules_pointwise, rules_reduce, with_figures)
 from .dataset import Dataset, Row
 
 

@@ -8,11 +8,7 @@ conv-depthwise, attention.  The first rule that matches decides, from the most s
 
 from __future__ import annotations
 
-from ..perfmodel.baseline import ReferenceProfile, profile_reference
-from ..perfmodel.eager.rules_conv import POOLS
-from ..perfmodel.eager.rules_matmul import GEMMS
-from ..perfmodel.eager.rules_norm import LOSSES
-from ..perfmodel.eager.rules_reduce import REDUCTIONS, SCANS
+from ..perfmodel import GEMMS, LOSSES, POOLS, REDUCTIONS, SCANS, ReferenceProfile, profile_reference
 from ..task import Task
 
 KINDS = ("matmul", "gemm+epilogue", "elementwise", "reduction", "softmax", "norm", "scan", "loss", "pooling",

@@ -8,13 +8,8 @@ import numpy as np
 
 from ..candidate import HINT_PARAMS
 from ..records import ConfigTrace
-from ..perfmodel.alignment import unaligned_bytes
-from ..perfmodel.baseline import eager_estimate, profile_function
-from ..perfmodel.eager import TIMINGS
-from ..perfmodel.features import launch_features
-from ..perfmodel.hardware import load_hardware
-from ..perfmodel.model import BOUNDS, HardwareArrays, evaluate, sum_launches
-from ..perfmodel.tuning import HINT_DEFAULTS, compiled_arrays
+from ..perfmodel import (BOUNDS, HINT_DEFAULTS, TIMINGS, HardwareArrays, compiled_arrays, eager_estimate, evaluate,
+                         launch_features, load_hardware, profile_function, sum_launches, unaligned_bytes)
 from ..task import load_task
 from .dataset import Dataset, FidelityError, Row
 from .traces import get_traces

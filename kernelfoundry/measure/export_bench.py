@@ -27,9 +27,7 @@ def _shapes(task: Task, envs: list[dict[str, int]], prefix: str) -> list[dict[st
 def bench_spec(task: Task, hardware: str, kernels: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     """The script's spec: *kernels* are (file name, the elite's stored per-hardware scores)."""
     from ..fidelity.opkind import op_kind
-    from ..perfmodel.baseline import eager_estimate, profile_reference
-    from ..perfmodel.eager import DO_BENCH
-    from ..perfmodel.hardware import load_hardware
+    from ..perfmodel import DO_BENCH, eager_estimate, load_hardware, profile_reference
     spec = load_hardware(hardware)
     shapes = {"check": _shapes(task, task.check_shapes, "check"), "target": _shapes(task, task.target_shapes, "target")}
     inputs = []

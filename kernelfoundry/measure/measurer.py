@@ -128,9 +128,7 @@ class DeviceMeasurer:
 
     def _shapes(self, task, shapes, top, timings, measured, hardware, seed) -> list[dict]:
         """Per target shape: every timed config, the measured winner, eager PyTorch timed the same way."""
-        from ..perfmodel.baseline import eager_estimate, profile_reference
-        from ..perfmodel.eager import DO_BENCH
-        from ..perfmodel.hardware import load_hardware
+        from ..perfmodel import DO_BENCH, eager_estimate, load_hardware, profile_reference
         from ..harness.inputs import InputFactory
         from ..evaluate import load_reference
         timer = timer_from_spec(self.spec["timer"])

@@ -13,10 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..records import ConfigTrace
-from ..perfmodel.alignment import unaligned_bytes
-from ..perfmodel.hardware import load_hardware
-from ..perfmodel.model import BOUNDS, HardwareArrays
-from ..perfmodel.tuning import plan_configs, sweep
+from ..perfmodel import BOUNDS, HardwareArrays, load_hardware, plan_configs, sweep, unaligned_bytes
 from ..task import Task
 
 

@@ -267,7 +267,7 @@ def hardware_metrics(hardware: dict[str, Any] | None) -> list[str]:
 def hardware_summary(names: tuple[str, ...] | list[str]) -> list[str]:
     """A line per target hardware: figures from the performance model's specs when available."""
     try:
-        from ..perfmodel.hardware import resolve_hardware
+        from ..perfmodel import resolve_hardware
         specs = resolve_hardware(list(names))
     except Exception:       # the perfmodel package may be absent or reject a name: names only
         return [str(n) for n in names]

@@ -265,7 +265,7 @@ def _read_seeds(task: Task) -> list[tuple[Path, str]]:
 
 
 def _check_hardware(names: list[str]) -> None:
-    from ..perfmodel.hardware import resolve_hardware
+    from ..perfmodel import resolve_hardware
     resolve_hardware(names)     # raises HardwareError naming the unknown name
 
 

@@ -83,7 +83,7 @@ def compile_gate(source: str, task: Any, traces: list[ConfigTrace], space: dict[
                  hardware: list[str], score: Any, *, seed: int, top_k: int = DEFAULT_TOP_K,
                  cache: Any = None) -> tuple[GateResult, Any, dict[str, Any]]:
     """Compile, exclude what does not compile, re-score: (gate, final score, report dict)."""
-    from ...perfmodel.score import score_candidate
+    from ...perfmodel import score_candidate
     start = time.perf_counter()
     sigs = launch_signatures(traces)
     default = {n: v[0] for n, v in space.items()}
@@ -181,7 +181,7 @@ def _facts(resources: dict[str, Any], hardware: str) -> str:
     """The compiler's figures for one kernel, with the occupancy they allow: '40 registers, ...:
     occupancy 6 programs/core (registers)'."""
     from ...compiler.resources import CompiledResources
-    from ...perfmodel.hardware import load_hardware
+    from ...perfmodel import load_hardware
     r = CompiledResources.from_dict(resources)
     try:
         programs, limit = resident_programs(r, load_hardware(hardware))

@@ -75,7 +75,7 @@ class Run:
 
 
 def _reference_runs_at(task: Task, env: dict[str, int]) -> bool:
-    from ...perfmodel.baseline import profile_reference
+    from ...perfmodel import profile_reference
     try:
         return profile_reference(task, env).exact
     except Exception:  # noqa: BLE001 - any failure means: not at this shape
