@@ -342,7 +342,7 @@ def _run(args) -> int:
     if args.budget is not None and args.budget < 1:
         raise UserError(f"--budget must be at least 1; got {args.budget}.")
     if args.device == "cuda":                # no GPU here (and no cluster to ask): exit 2 before any run starts
-        from .measure.device import resolve_device
+        from .measure import resolve_device
         from .search.cluster import resolve_address
         if resolve_address(args.ray_address) is None:
             resolve_device(args.device, top_k=args.device_top_k)

@@ -103,7 +103,7 @@ def _clear_previous(out: Path, force: bool) -> None:
     """Remove the files of a previous export in *out*; refuse other files unless *force*."""
     if not out.is_dir():
         return
-    from .measure.export_bench import BENCH_SCRIPT
+    from .measure import BENCH_SCRIPT
     previous = {MANIFEST, BENCH_SCRIPT}
     try:
         old = json.loads((out / MANIFEST).read_text())
@@ -186,7 +186,7 @@ def export_run(run_dir: str | Path, *, out: Path | None = None, top: int | None 
                                                                      "best_params")}
                                           for k, v in row.hardware.items()}})
         if manifest:                     # a GPU user's check-and-time script, both formats (docs/device.md)
-            from .measure.export_bench import BENCH_SCRIPT, bench_spec, render_bench
+            from .measure import BENCH_SCRIPT, bench_spec, render_bench
             hw = manifest[0]["default_hardware"]
             kernels = [(m["file"], run.store.get_candidate(m["candidate_id"]).hardware) for m in manifest
                        if hw in (run.store.get_candidate(m["candidate_id"]).hardware or {})]

@@ -177,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
     seed = verify_seed(source) if args.seed is None else args.seed
     if args.asm and args.no_compile:
         raise UserError("--asm needs the compile gate; drop --no-compile.")
-    from .measure.device import resolve_device
+    from .measure import resolve_device
     device = resolve_device(args.device, top_k=args.device_top_k)     # exit 2 for --device cuda without a GPU
     result = verify(task, source, hardware, seed=seed, limits=default_limits(task, args.timeout),
                     max_kernel_configs=args.max_kernel_configs, compile=not args.no_compile)
@@ -186,19 +186,19 @@ def run(args: argparse.Namespace) -> int:
     notes = error_notes(task, list(result.hardware)) if result.hardware else {}
     record = None
     if device is not None and result.passed:
-        from .measure.measurer import DeviceMeasurer
+        from .measure import DeviceMeasurer
         record = DeviceMeasurer(device).measure(task, source, result, hardware[0] if hardware else task.hardware[0],
                                                 seed)
     if args.json:
         out = to_json(result, task_name=task.name, kernel=args.kernel, with_traces=args.traces, notes=notes)
         if record is not None:
-            from .measure.measurer import merge_verdict
+            from .measure import merge_verdict
             out = merge_verdict(out, record)
         print(json.dumps(out))
     else:
         print(format_text(result, task_name=task.name, kernel=args.kernel, notes=notes))
         if record is not None:
-            from .measure.report import format_measured
+            from .measure import format_measured
             print("\n".join(format_measured(record)))
     return 0 if result.passed and (record is None or record.get("passed")) else 1
 

@@ -155,7 +155,7 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker, stop=None) -> tuple[d
 
 def _local_device(cfg) -> dict | None:
     """The device spec when this machine decides (no cluster): raises for ``--device cuda`` without a GPU."""
-    from ..measure.device import resolve_device
+    from ..measure import resolve_device
     if cfg.device == "model" or resolve_address(cfg.ray_address) is not None:
         return None
     return resolve_device(cfg.device, top_k=cfg.device_top_k)
@@ -166,8 +166,8 @@ def _device_workers(cfg, local: dict | None, on_cluster: bool, hardware: list[st
     per GPU of the cluster (CPU-only workers keep proposing and verifying; they call these to measure)."""
     import ray
 
-    from ..measure.device import resolve_device
-    from ..measure.measurer import DeviceMeasurer
+    from ..measure import resolve_device
+    from ..measure import DeviceMeasurer
     if cfg.device == "model" or (local is None and not on_cluster):
         return None                                   # the model alone: nothing asked of Ray
     gpus = int(ray.cluster_resources().get("GPU", 0))

@@ -62,7 +62,7 @@ class KernelWorker:
             if actors:
                 self.measurer = actors[worker_index % len(actors)]
             else:
-                from ..measure.measurer import DeviceMeasurer
+                from ..measure import DeviceMeasurer
                 self.measurer = DeviceMeasurer(device["spec"])
         self.hardware = list(hardware)
         self.verify_options = dict(verify_options)
@@ -145,7 +145,7 @@ class KernelWorker:
 
     def _measured(self, out: dict[str, Any], result, source: str) -> dict[str, Any]:
         """*out* with the device's measurement (a failed ``device`` gate when the device refutes it)."""
-        from ..measure.measurer import merge_verdict
+        from ..measure import merge_verdict
         args = (self.task_dict, source, result, self.hardware[0], verify_seed(source))
         try:
             if hasattr(self.measurer, "measure") and hasattr(self.measurer.measure, "remote"):
