@@ -36,8 +36,7 @@ from kernelfoundry.task import load_task  # noqa: E402
 
 def candidates(task, variants: int, seed: int) -> list[tuple[str, str]]:
     """(label, source) for the task's seeds and *variants* built-in-mutator edits of each."""
-    from kernelfoundry.mutate.base import MutationRequest, ParentView
-    from kernelfoundry.mutate.builtin import BuiltinMutator
+    from kernelfoundry.mutate import BuiltinMutator, MutationRequest, ParentView
     out = []
     for path, source in task.seed_sources():
         out.append((path.stem, source))

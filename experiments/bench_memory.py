@@ -41,8 +41,7 @@ OP_KINDS = ("softmax", "norm", "matmul", "elementwise", "reduction", "scan", "lo
 
 def real_edits(n_chains: int = 6, length: int = 8) -> list[tuple[str, str, str]]:
     """(action, description, diff) of built-in mutator edits chained from every suite seed."""
-    from kernelfoundry.mutate.base import MutationRequest, ParentView
-    from kernelfoundry.mutate.builtin import BuiltinMutator
+    from kernelfoundry.mutate import BuiltinMutator, MutationRequest, ParentView
     out = []
     for path in sorted((REPO / "experiments" / "tasks").glob("*.yaml")):
         task = load_task(path)
@@ -106,7 +105,7 @@ def driver_ms(memory_path: Path | None, prefilled: int, extra: int) -> float:
 
 
 def _builtin_ops():
-    from kernelfoundry.mutate.builtin import OPERATORS
+    from kernelfoundry.mutate import OPERATORS
     return {op.name: (op.kind, float(op.weight)) for op in OPERATORS}
 
 

@@ -69,7 +69,7 @@ def run_arm(task_path: Path, arm: str, seed: int, budget: int, out: Path, worker
 
 def router_overhead(n: int = 20000) -> float:
     """Milliseconds per request of Router.choose + observe alone (two models, learning as it goes)."""
-    from kernelfoundry.mutate.routing import Router
+    from kernelfoundry.mutate import Router
     router = Router({STRONG: 1.0, FAST: 1.0}, prices={STRONG: (3e-6, 15e-6), FAST: (1.5e-7, 6e-7)})
     rng = random.Random(0)
     t0 = time.perf_counter()

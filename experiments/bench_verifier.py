@@ -31,8 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from kernelfoundry.evaluate import verify  # noqa: E402
-from kernelfoundry.mutate.base import MutationRequest, ParentView  # noqa: E402
-from kernelfoundry.mutate.builtin import BuiltinMutator  # noqa: E402
+from kernelfoundry.mutate import BuiltinMutator, MutationRequest, ParentView  # noqa: E402
 from kernelfoundry.task import load_task  # noqa: E402
 
 

@@ -41,8 +41,9 @@ def public_names(package: str, exports: dict[str, str], namespace: dict) -> tupl
     module on first use, so that importing the package imports none of its modules (the sandboxed
     child imports ``evaluate.child``, below the ``evaluate`` package).  *exports* maps a public name
     to ``"module"`` or ``"module:attribute"``, read as ``from .module import attribute as name`` (an
-    attribute may be a submodule); *namespace* is the package's ``globals()``, where each name is kept
-    once looked up.  Usage: ``__getattr__, __dir__ = public_names(__name__, _EXPORTS, globals())``."""
+    attribute may be a submodule); *namespace* is the package's ``globals()``.  A name is looked up in
+    its module every time, never copied into the package: what a test patches in the module is what
+    the package gives.  Usage: ``__getattr__, __dir__ = public_names(__name__, _EXPORTS, globals())``."""
 
     def __getattr__(name: str):
         spec = exports.get(name)
@@ -52,11 +53,8 @@ def public_names(package: str, exports: dict[str, str], namespace: dict) -> tupl
         source = importlib.import_module(f"{package}.{module}")
         attribute = attribute or name
         if hasattr(source, attribute):
-            value = getattr(source, attribute)
-        else:
-            value = importlib.import_module(f"{source.__name__}.{attribute}")
-        namespace[name] = value
-        return value
+            return getattr(source, attribute)
+        return importlib.import_module(f"{source.__name__}.{attribute}")
 
     def __dir__() -> list[str]:
         return sorted(set(namespace) | set(exports))

@@ -204,7 +204,7 @@ def export_run(run_dir: str | Path, *, out: Path | None = None, top: int | None 
 
 def export_llm_log(run_dir: str | Path, path: Path) -> int:
     """Write RUN_DIR's LLM log as a replay JSONL (``--model replay/PATH`` answers from it); return its lines."""
-    from .mutate.replay import export_replay
+    from .mutate import export_replay
 
     run = open_run(run_dir)
     try:

@@ -84,7 +84,7 @@ def make_plots(run_dir: str | Path) -> list[Path]:
             plot_progress(run, paths[1])
             prompts = run.store.load_prompts()
             if prompts:
-                from .mutate.prompt_plot import plot_prompt_lineage
+                from .mutate import plot_prompt_lineage
                 paths.append(out / "prompts.png")
                 plot_prompt_lineage(prompts, paths[-1])
         except OSError as exc:

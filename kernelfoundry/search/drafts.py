@@ -20,7 +20,7 @@ from typing import Any
 from .. import REPO_DIR
 from ..errors import UserError
 from ..memory.run_memory import MEMORY_SEED_PREFIX
-from ..mutate.drafts import MAX_FAILURES, example_entry
+from ..mutate import MAX_DRAFT_FAILURES, example_entry
 from .workers import InFlight
 
 #: at least this many drafts (budget allowing), else a quarter of the budget
@@ -108,7 +108,7 @@ class DraftPhase:
         previous = ({"n": failed[-1]["n"], "id": failed[-1]["id"], "source": failed[-1]["source"]}
                     if failed else None)
         draft = {"n": self.asked, "max": self.max, "example": self.example,
-                 "failures": [dict(f) for f in self.notes[-MAX_FAILURES:]], "previous": previous}
+                 "failures": [dict(f) for f in self.notes[-MAX_DRAFT_FAILURES:]], "previous": previous}
         job = {"kind": "draft", "seed": d._next_job_seed(), "description": f"draft {self.asked}", "draft": draft}
         d.pool.submit(idle[0], "propose", InFlight(job=job, stage="propose", worker=idle[0], started=time.time()),
                       job)

@@ -17,7 +17,7 @@ from typing import Any, Callable
 from ..errors import UserError
 from ..records import is_inconclusive
 from ..memory.run_memory import is_memory_seed
-from ..mutate.base import ParentView
+from ..mutate import ParentView
 from ..store import RunStore
 from ..task import Task
 from .archive import NEW_CELL, KernelArchive

@@ -14,8 +14,7 @@ import time
 from typing import Any
 
 from ..errors import UserError
-from ..mutate.llm import request_mode
-from ..mutate.routing import POLICIES, Router, RoutingError
+from ..mutate import POLICIES, Router, RoutingError, request_mode
 
 
 def resolve_policy(given: str | None, n_models: int) -> str:
@@ -29,8 +28,8 @@ def resolve_policy(given: str | None, n_models: int) -> str:
 
 def model_prices(names: list[str]) -> dict[str, tuple[float, float]]:
     """(USD per prompt token, per output token) from litellm's price map, for the models it prices."""
-    from ..mutate.llm_client import _litellm
-    litellm = _litellm()            # registers the sim provider's prices too
+    from ..mutate import configured_litellm
+    litellm = configured_litellm()  # registers the sim provider's prices too
     out = {}
     for name in names:
         info = litellm.model_cost.get(name)

@@ -220,7 +220,7 @@ def _open_memory(cfg, task: Task, hardware: list[str], mutator_spec: dict, progr
             return None
     ops = None
     if builtin:
-        from ..mutate.builtin import OPERATORS
+        from ..mutate import OPERATORS
         ops = {op.name: (op.kind, float(op.weight)) for op in OPERATORS}
     memory = RunMemory.open(path, task, hardware, read=cfg.memory_mode == "on", builtin_operators=ops,
                             log=progress.message)
@@ -281,7 +281,7 @@ def _mutator_setup(cfg, task: Task, seeds: list[tuple[str, str]]):
         if getattr(cfg, "routing", None):
             note += f" (--routing {cfg.routing} is unused without a model)"
         return {"type": "builtin"}, None, None, note
-    from ..mutate.llm_client import LLMClient, parse_model_specs
+    from ..mutate import LLMClient, parse_model_specs
     specs = parse_model_specs(list(task.models), list(cfg.models))
     prompt_dir = str(cfg.prompt_dir) if cfg.prompt_dir else None
     spec = {"type": "llm", "models": [dataclasses.asdict(s) for s in specs], "prompt_dir": prompt_dir}
@@ -291,13 +291,13 @@ def _mutator_setup(cfg, task: Task, seeds: list[tuple[str, str]]):
     pool = client = None
     note = "LLM mutation with " + ", ".join(s.name for s in specs)
     if cfg.prompt_evolution:
-        from ..mutate.metaprompt import PromptPool
+        from ..mutate import PromptPool
         pool = PromptPool.from_prompt_dir(prompt_dir, seed=cfg.seed)
         client = LLMClient(models=specs, seed=cfg.seed)
         note += "; prompt evolution on"
     else:
         note += "; prompt evolution off"
-    from ..mutate.prompts import PromptRenderer
+    from ..mutate import PromptRenderer
     renderer = PromptRenderer(prompt_dir)   # every template must load and render before Ray starts
     variants = list(pool.variants.values()) if pool is not None else None
     renderer.check_renders(task, seeds[0][1] if seeds else "PARAMS = {}\n", variants)

@@ -17,7 +17,7 @@ from typing import Any
 import ray
 
 from ..candidate import source_hash, verify_seed
-from ..mutate.base import MutationRequest, ParentView, Proposal
+from ..mutate import MutationRequest, ParentView, Proposal
 from ..task import task_from_dict
 
 
@@ -25,11 +25,10 @@ def build_mutator(spec: dict[str, Any], seed: int):
     """Instantiate the mutator a run is configured with (inside the worker process)."""
     kind = spec.get("type", "builtin")
     if kind == "builtin":
-        from ..mutate.builtin import BuiltinMutator
+        from ..mutate import BuiltinMutator
         return BuiltinMutator(seed=seed)
     if kind == "llm":
-        from ..mutate.llm import LLMMutator
-        from ..mutate.llm_client import ModelSpec
+        from ..mutate import LLMMutator, ModelSpec
         models = [ModelSpec(**m) for m in spec["models"]]
         return LLMMutator(models, prompt_dir=local_prompt_dir(spec), seed=seed,
                           timeout_s=spec.get("timeout_s", 120.0))
