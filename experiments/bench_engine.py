@@ -26,10 +26,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kernelfoundry.search.archive import ArchiveSpec, KernelArchive  # noqa: E402
-from kernelfoundry.search.loop import SearchDriver, SearchSettings  # noqa: E402
-from kernelfoundry.search.progress import ProgressLine  # noqa: E402
-from kernelfoundry.search.workers import InFlight  # noqa: E402
+from kernelfoundry.search import (ArchiveSpec, InFlight, KernelArchive, ProgressLine, SearchDriver,  # noqa: E402
+                                  SearchSettings)
 from kernelfoundry.store import RunStore  # noqa: E402
 from kernelfoundry.task import load_task  # noqa: E402
 
@@ -199,7 +197,7 @@ def driver_overhead(prefilled: int, extra: int) -> tuple[float, float]:
 
 
 def parallel_efficiency(workers: int, per_worker: int) -> tuple[float, float, int]:
-    from kernelfoundry.search.workers import WorkerPool
+    from kernelfoundry.search import WorkerPool
     with tempfile.TemporaryDirectory() as tmp:
         store = RunStore(Path(tmp) / "run.sqlite")
         task = load_task(TASK)

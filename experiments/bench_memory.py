@@ -30,9 +30,7 @@ from bench_engine import SPEC, TASK, InlinePool, prefill  # noqa: E402
 from kernelfoundry.memory import ExperienceStore, RunMemory  # noqa: E402
 from kernelfoundry.memory.signature import TaskSignature, signature_of  # noqa: E402
 from kernelfoundry.memory.values import DRAFT, REFINE  # noqa: E402
-from kernelfoundry.search.archive import KernelArchive  # noqa: E402
-from kernelfoundry.search.loop import SearchDriver, SearchSettings  # noqa: E402
-from kernelfoundry.search.progress import ProgressLine  # noqa: E402
+from kernelfoundry.search import KernelArchive, ProgressLine, SearchDriver, SearchSettings  # noqa: E402
 from kernelfoundry.store import RunStore  # noqa: E402
 from kernelfoundry.task import load_task  # noqa: E402
 

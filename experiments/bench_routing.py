@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 
 from kernelfoundry.bench import load_suite  # noqa: E402
 from kernelfoundry.evolve import EvolveConfig  # noqa: E402
-from kernelfoundry.search.rundir import SUMMARY_NAME  # noqa: E402
+from kernelfoundry.search import SUMMARY_NAME  # noqa: E402
 from kernelfoundry.task import load_task  # noqa: E402
 
 SUITE = REPO / "experiments" / "suites" / "smoke.yaml"
@@ -48,7 +48,7 @@ ARMS = {"fixed-50/50": ([STRONG, FAST], "fixed"), "strong": ([STRONG], None), "f
 def run_arm(task_path: Path, arm: str, seed: int, budget: int, out: Path, workers: int, configs: int,
             max_cost: float | None = None) -> dict:
     """One run's summary (read back if it finished before)."""
-    from kernelfoundry.search.session import run_evolution
+    from kernelfoundry.search import run_evolution
     task = load_task(task_path)
     run_dir = out / task.name / arm.replace("/", "-") / f"seed{seed}"
     done = run_dir / SUMMARY_NAME
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         tasks, seeds, budget = tasks[:1], seeds[:1], 6
     out = args.out or REPO / "archives" / "bench" / f"routing-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
     out.mkdir(parents=True, exist_ok=True)
-    from kernelfoundry.search.cluster import start_ray
+    from kernelfoundry.search import start_ray
     start_ray(workers=args.workers)
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     bad = [a for a in arms if a not in ARMS]

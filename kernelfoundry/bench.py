@@ -127,8 +127,7 @@ def run_one(task_path: Path, method: str, seed: int, *, budget: int, workers: in
     read back as it is: extending it would make its result depend on how often the bench ran.
     """
     from .bench_report import row_from_run
-    from .search.rundir import STORE_NAME
-    from .search.session import run_evolution
+    from .search import STORE_NAME, run_evolution
     row = finished_row(run_dir, method, seed, budget)
     if row is not None:
         return row
@@ -246,7 +245,7 @@ def run_dir_of(out: Path, task: str, method: str, seed: int) -> Path:
 def finished_row(run_dir: Path, method: str, seed: int, budget: int) -> dict[str, Any] | None:
     """The result row of the run in *run_dir* if it has ended (see :func:`_ended_summary`), else None."""
     from .bench_report import row_from_run
-    from .search.rundir import STORE_NAME, SUMMARY_NAME
+    from .search import STORE_NAME, SUMMARY_NAME
     if not (run_dir / STORE_NAME).exists():
         return None
     done = _ended_summary(run_dir / SUMMARY_NAME, budget)
@@ -262,7 +261,7 @@ def finished_row(run_dir: Path, method: str, seed: int, budget: int) -> dict[str
 def _never_started(run_dir: Path) -> bool:
     """Did the run in *run_dir* end without a correct kernel (no seed passed)?  Resuming it would replay
     its stored seed verdicts, which a verifier fixed since may no longer give."""
-    from .search.rundir import SUMMARY_NAME
+    from .search import SUMMARY_NAME
     try:
         summary = json.loads((run_dir / SUMMARY_NAME).read_text())
     except (OSError, ValueError):
@@ -343,7 +342,7 @@ def _run(args) -> int:
         raise UserError(f"--budget must be at least 1; got {args.budget}.")
     if args.device == "cuda":                # no GPU here (and no cluster to ask): exit 2 before any run starts
         from .measure import resolve_device
-        from .search.cluster import resolve_address
+        from .search import resolve_address
         if resolve_address(args.ray_address) is None:
             resolve_device(args.device, top_k=args.device_top_k)
     if args.memory is not None and args.memory_mode != "shared":
@@ -390,7 +389,7 @@ def _run_plan(args, out: Path, plan: list["PlannedRun"], budget: int) -> tuple[l
 
     from . import bench_report
     from .bench_parallel import default_parallel, run_all, workers_per_run
-    from .search.cluster import cluster_cpus, resolve_address, start_ray
+    from .search import cluster_cpus, resolve_address, start_ray
     if args.parallel < 0 or args.workers < 0:
         raise UserError("--parallel and --workers must be 0 (auto) or positive.")
     workers = workers_per_run(args.workers)

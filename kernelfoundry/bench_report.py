@@ -21,7 +21,7 @@ NEAR_BEST = 0.99        # candidates_to_best: the first candidate within 1% of t
 
 def row_from_run(run_dir: Path, *, method: str, seed: int, summary: dict[str, Any], seconds: float) -> dict[str, Any]:
     """One results.csv row from a finished run."""
-    from .search.history import open_run, progress_curves
+    from .search import open_run, progress_curves
     run = open_run(run_dir)
     try:
         anytime = anytime_stats(progress_curves(run.store, run.archive.spec).best)
@@ -271,7 +271,7 @@ def _model_error_table(rows: list[dict[str, Any]]) -> list[str]:
     """Task, op kind and the model's measured error band on the task's first hardware."""
     from .fidelity import band_note
     from .fidelity.opkind import op_kind
-    from .search.history import open_run
+    from .search import open_run
     lines = ["| task | op kind | hardware | model error |", "|---|---|---|---|"]
     for task_name, run_dir in dict((r["task"], r.get("run_dir")) for r in rows).items():
         try:
@@ -363,8 +363,7 @@ def _compile_table(rows: list[dict[str, Any]], methods: list[str]) -> list[str]:
 
 def _gate_seconds_table(rows: list[dict[str, Any]]) -> list[str]:
     """Markdown table gate -> candidates, median, p90 and total seconds, pooled over the runs' stores."""
-    from .search.rundir import STORE_NAME
-    from .search.stats import RunStats
+    from .search import STORE_NAME, RunStats
     from .store import RunStore
     pooled = RunStats()
     for r in rows:
@@ -414,7 +413,7 @@ def _plot_curves(out: Path, rows: list[dict[str, Any]]) -> list[Path]:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from .search.history import open_run, progress_curves
+    from .search import open_run, progress_curves
     best_logs: dict[str, list[np.ndarray]] = defaultdict(list)
     qd: dict[str, list[np.ndarray]] = defaultdict(list)
     curves = []

@@ -15,7 +15,7 @@ from typing import Any
 
 from . import DEFAULT_ARCHIVES  # noqa: F401  (kept importable from here)
 from .errors import UserError
-from .search.config import DEFAULT_BUDGET, EvolveConfig, config_to_meta  # noqa: F401  (kept importable from here)
+from .search import DEFAULT_BUDGET, EvolveConfig, config_to_meta  # noqa: F401  (kept importable from here)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -143,8 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.explicit = explicit_options(argv)
     try:
-        from .search.interrupt import sticky_interrupt
-        from .search.session import run_evolution
+        from .search import run_evolution, sticky_interrupt
         cfg = config_from_args(args)
         with sticky_interrupt() as stop:
             summary, run_dir = run_evolution(cfg, stop=stop)
@@ -180,7 +179,7 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
         ("wall time", f"{summary['wall_seconds']:.1f} s"),
     ]
     if summary.get("gate_seconds"):            # where the verifier's time went
-        from .search.stats import format_gate_seconds
+        from .search import format_gate_seconds
         rows.append(("verifier s (median/p90)", format_gate_seconds(summary["gate_seconds"])))
     for name, band in ((summary.get("model_error") or {}).get("hardware") or {}).items():
         if band.get("note"):             # every objective is a prediction: say how far it can be trusted

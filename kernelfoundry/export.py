@@ -21,8 +21,7 @@ from typing import Any
 from .candidate import parse_param_space
 from .errors import UserError
 from .export_source import tuned_source
-from .search.history import open_run
-from .search.stats import write_json_atomic
+from .search import open_run, write_json_atomic
 from .verify import format_latency
 
 MANIFEST = "manifest.json"

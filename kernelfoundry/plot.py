@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from .errors import UserError  # noqa: E402
-from .search.history import RunView, open_run, progress_curves  # noqa: E402
+from .search import RunView, open_run, progress_curves  # noqa: E402
 
 
 def plot_heatmap(run: RunView, path: Path) -> None:
