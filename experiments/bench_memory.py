@@ -27,9 +27,7 @@ sys.path.insert(0, str(REPO / "experiments"))
 
 from bench_engine import SPEC, TASK, InlinePool, prefill  # noqa: E402
 
-from kernelfoundry.memory import ExperienceStore, RunMemory  # noqa: E402
-from kernelfoundry.memory.signature import TaskSignature, signature_of  # noqa: E402
-from kernelfoundry.memory.values import DRAFT, REFINE  # noqa: E402
+from kernelfoundry.memory import DRAFT, REFINE, ExperienceStore, RunMemory, TaskSignature, signature_of  # noqa: E402
 from kernelfoundry.search import KernelArchive, ProgressLine, SearchDriver, SearchSettings  # noqa: E402
 from kernelfoundry.store import RunStore  # noqa: E402
 from kernelfoundry.task import load_task  # noqa: E402

@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from ..errors import UserError
-from ..memory.values import child_gain  # noqa: F401  (the memory values prompt variants with it too)
+from ..memory import child_gain  # noqa: F401  (the memory values prompt variants with it too)
 from .prompts import DEFAULT_PROMPT_DIR, PromptRenderer
 
 OPERATORS = ("improve", "specialize", "generalize", "simplify")

@@ -33,8 +33,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..memory.bandit import COLD_MEAN, COLD_PRIOR_N, KAPPA, PRIOR_CAP, REWARD_SD, Arm
-from ..memory.values import DRAFT, FAILED_REFINE, REFINE, gain_of, reward_of
+from ..memory import (COLD_MEAN, COLD_PRIOR_N, DRAFT, FAILED_REFINE, KAPPA, PRIOR_CAP, REFINE, REWARD_SD, Arm, gain_of,
+                      reward_of)
 
 POLICIES = ("fixed", "adaptive")
 MODES = ("mutate", "rewrite", "fix", "crossover")

@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import REPO_DIR
 from ..errors import UserError
-from ..memory.run_memory import MEMORY_SEED_PREFIX
+from ..memory import MEMORY_SEED_PREFIX
 from ..mutate import MAX_DRAFT_FAILURES, example_entry
 from .workers import InFlight
 
@@ -168,7 +168,7 @@ def project_example(task, hardware: list[str], sig=None) -> dict[str, str]:
     """The seed kernel of the project task (``experiments/tasks/*.yaml``) most similar to *task*:
     the same op kind first (the memory's task signature: op kind, shape class, dtypes, level),
     ties by name; with no task of the same op kind, the relu seed (the plainest complete module)."""
-    from ..memory.signature import signature_of, similarity
+    from ..memory import signature_of, similarity
     from ..task import load_task
     sig = sig or signature_of(task, hardware)
     ranked: list[tuple[float, str, str, str]] = []

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from ..errors import UserError
 from ..records import is_inconclusive
-from ..memory.run_memory import is_memory_seed
+from ..memory import is_memory_seed
 from ..mutate import ParentView
 from ..store import RunStore
 from ..task import Task

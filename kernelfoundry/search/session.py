@@ -200,7 +200,7 @@ def _routing_hook(cfg, task: Task, hardware: list[str], mutator_spec: dict, memo
     """The run's LLM router (docs/llm.md, "Routing"), or None for the built-in mutator."""
     if mutator_spec.get("type") != "llm":
         return None
-    from ..memory.signature import signature_of
+    from ..memory import signature_of
     from .routing import RoutingHook
     op_kind = memory.sig.op_kind if memory is not None else signature_of(task, hardware).op_kind
     priors = memory.priors if memory is not None and memory.read else None
