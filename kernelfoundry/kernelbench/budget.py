@@ -93,12 +93,14 @@ def work(reference: Callable, inputs: list[dict[str, Any]], env: dict[str, int])
 
 
 def lower_sizes(value: int, divisors: list[int], at_least: int) -> list[int]:
-    """Sizes below the check ladder for *value*: its parity and the small divisors it has, ascending."""
-    need = 2 if value % 2 == 0 else 1
+    """Sizes below the check ladder for *value*: its parity and the small divisors it has, ascending;
+    like the ladder, at least two per group where *value* has two (a group of one has no spread)."""
+    groups = 1
     for d in divisors:
         if 1 < d <= 256 and value % d == 0:
-            need = math.lcm(need, d)
-    start = max(2, at_least)
+            groups = math.lcm(groups, d)
+    need = math.lcm(groups, 2 if value % 2 == 0 else 1)
+    start = max(2, at_least, 2 * groups if groups > 1 and value // groups >= 2 else 0)
     return [s for s in range(start, 16 * 40) if s % need == 0 and (value % 2 == 1) == (s % 2 == 1)]
 
 

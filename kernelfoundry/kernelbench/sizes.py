@@ -87,7 +87,9 @@ def probe_env(symbols: dict[str, int], env0: dict[str, int], ladders: dict[str, 
     8 * A * C would be the same number twice, and a view's size could be read as either)."""
     used: set[int] = set(env0.values())
     out: dict[str, int] = {}
-    for s in symbols:
+    # the symbols with the fewest sizes to choose from first: a group size C / 256 has one rung (512),
+    # and a batch that picked a new ratio of 2 before it made C / 256 and N / 2 the same two numbers
+    for s in sorted(symbols, key=lambda s: len(ladders[s])):
         rungs = list(ladders[s])
         if len(rungs) >= 2:                 # a few more rungs of the same step, for a ratio of its own
             rungs += [rungs[-1] + k * (rungs[-1] - rungs[-2]) for k in range(1, 5)]
@@ -101,7 +103,7 @@ def probe_env(symbols: dict[str, int], env0: dict[str, int], ladders: dict[str, 
                     next((v for v in plain if v not in used), plain[0] if plain else env0[s]))
         out[s] = pick
         used.add(pick)
-    return out
+    return {s: out[s] for s in symbols}
 
 
 def _new_sums(s: str, v: int, out: dict[str, int], env0: dict[str, int]) -> bool:

@@ -121,3 +121,24 @@ def test_a_second_check_shape_is_widened_within_its_budget():
     assert all(second[s] >= first[s] and second[s] % 2 == symbols[s] % 2 for s in symbols)
     # nothing fits: the shape stays as it is
     assert budget.widen(first, symbols, [16, 3, 5, 7], 2, cost(first), cost) == first
+
+
+def test_lowered_sizes_keep_two_channels_per_group():
+    """A GroupNorm of 256 groups over 8192 channels: lowered to 256 channels (one per group) its
+    variance is zero and the normalized output is rounding noise times 1/sqrt(eps)."""
+    assert budget.lower_sizes(8192, [256], 2)[0] == 512
+    assert budget.lower_sizes(256, [256], 2)[0] == 256            # a size with one group per channel keeps it
+    assert budget.lower_sizes(8192, [], 2)[:3] == [2, 4, 6]        # no group count: parity only
+
+
+def test_the_work_counts_a_program_per_row():
+    """A naive kernel runs a program per row of a reduction; the interpreter pays per program."""
+    import torch
+
+    def rms(x):
+        return x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5)
+    inputs = [{"shape": ["a", "b", "c", "d"], "dtype": "float32"}]
+    small, large = ({"a": n, "b": 4, "c": n, "d": n} for n in (4, 8))
+    rows = lambda e: e["a"] * e["c"] * e["d"]                      # noqa: E731 - the mean over dim 1
+    assert budget.work(rms, inputs, large) - budget.work(rms, inputs, small) >= \
+        budget.ROW_UNITS * (rows(large) - rows(small))

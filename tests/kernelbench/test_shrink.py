@@ -143,3 +143,15 @@ def test_the_probe_shape_changes_every_sum_of_sizes():
     for k in (1, 2, 3):
         for combo in itertools.combinations_with_replacement(symbols, k):
             assert sum(probe[s] for s in combo) != sum(env0[s] for s in combo), (combo, probe)
+
+
+def test_the_probe_picks_the_most_constrained_size_first():
+    """C / 256 channels per group has one rung above the check (C = 512); a batch N = 2 -> 4 chosen before
+    it gave N and C the same ratio, and C // 256 was read as N // 2."""
+    from kernelfoundry.kernelbench.sizes import probe_env
+    env0 = {"x_0": 2, "x_1": 2, "bias_0": 256}
+    ladders = {"x_0": [4, 6, 8, 10], "x_1": [4, 6, 8, 10], "bias_0": [512]}
+    probe = probe_env({"x_0": 1024, "x_1": 8192, "bias_0": 8192}, env0, ladders)
+    assert list(probe) == list(env0) and probe["bias_0"] == 512
+    assert probe["x_0"] * env0["bias_0"] != probe["bias_0"] * env0["x_0"]
+    assert size_expr(1, probe["bias_0"] // 256, env0, probe, list(env0)) == "(S_bias_0) // 256"
