@@ -13,7 +13,7 @@ from typing import Any
 
 from ..candidate import HINT_PARAMS, ParamSpaceError, parse_param_space
 from ..task import Task
-from ..sandbox.channel import DATA_FILE, BlobReader
+from ..sandbox import DATA_FILE, BlobReader
 from .judge.correctness import Judge, plan_runs
 from ..harness.payload import DEFAULT_TRACE_PROGRAMS, child_task
 from ..records import ConfigTrace, GateResult

@@ -36,7 +36,7 @@ def loaded_candidate(payload: dict[str, Any], data_path: Path | str, result: dic
     data channel is closed, the candidate unloaded and its temp directory (named *prefix*...) removed.
     """
     from ..task import task_from_dict
-    from ..sandbox.channel import BlobWriter
+    from ..sandbox import BlobWriter
     from .loader import check_load
     task = task_from_dict(payload["task"], check_files=False)
     if task.reference != REFERENCE_STUB:

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..sandbox.channel import DATA_FILE
+from ..sandbox import DATA_FILE
 from ..harness.job_main import job_main, loaded_candidate, report_progress
 
 

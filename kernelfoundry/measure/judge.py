@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..sandbox.channel import BlobReader, ChannelError
+from ..sandbox import BlobReader, ChannelError
 from ..evaluate import MalformedReport, compare, output_scale, output_tensor
 from ..task import Task
 from .child import sample_indices

@@ -55,10 +55,9 @@ class DeviceMeasurer:
 
     def measure(self, task: Task | dict, source: str, verdict: VerifyResult, hardware: str, seed: int) -> dict:
         """The ``measured`` record (``passed`` False with a ``reason`` when the device refutes the kernel)."""
-        from ..sandbox.channel import DATA_FILE, BlobReader
         from ..evaluate import MalformedReport, load_reference
         from ..harness.inputs import InputFactory
-        from ..sandbox import SandboxLimits, run_sandboxed
+        from ..sandbox import DATA_FILE, BlobReader, SandboxLimits, run_sandboxed
         from .judge import judge_outputs
         task = task_from_dict(task, check_files=False) if isinstance(task, dict) else task
         start = time.perf_counter()

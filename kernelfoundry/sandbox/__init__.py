@@ -6,11 +6,23 @@ a seccomp filter (:mod:`.process` starts and watches it, :mod:`.boot` confines i
 and :mod:`.seccomp` are the confinement, :mod:`.forkserver` keeps warm interpreters to fork
 from, :mod:`.devices` and :mod:`.ptxas` open the GPU to measure jobs, :mod:`.channel` carries
 bulk arrays back). Users of the sandbox (``evaluate``, ``compiler``, ``measure``,
-``kernelbench``) import these names, not the modules.
+``kernelbench``) import these names, not the modules.  The channel's names (``DATA_FILE``, :class:`BlobReader`,
+:class:`BlobWriter`, :class:`ChannelError`) are imported on first use (numpy), not with the package.
 """
 
+from typing import TYPE_CHECKING
+
+from .. import public_names
 from .process import (GiB, MiB, SandboxIsolationError, SandboxLimits, SandboxOutcome, fork_server_pids,
                       run_sandboxed, shutdown_fork_servers, with_limits)
 
-__all__ = ["GiB", "MiB", "SandboxIsolationError", "SandboxLimits", "SandboxOutcome", "fork_server_pids",
-           "run_sandboxed", "shutdown_fork_servers", "with_limits"]
+if TYPE_CHECKING:       # for type checkers, and for grimp's graph: the package depends on this module
+    from .channel import DATA_FILE, BlobReader, BlobWriter, ChannelError
+
+_EXPORTS = dict.fromkeys(("DATA_FILE", "BlobReader", "BlobWriter", "ChannelError"), "channel")
+
+__all__ = ["BlobReader", "BlobWriter", "ChannelError", "DATA_FILE", "GiB", "MiB", "SandboxIsolationError",
+           "SandboxLimits", "SandboxOutcome", "fork_server_pids", "run_sandboxed", "shutdown_fork_servers",
+           "with_limits"]
+
+__getattr__, __dir__ = public_names(__name__, _EXPORTS, globals())

@@ -29,7 +29,7 @@ import torch
 
 from ...candidate import config_key
 from ...task import Task
-from ...sandbox.channel import BlobReader, ChannelError
+from ...sandbox import BlobReader, ChannelError
 from ...harness.inputs import LONG_PROFILE, WIDE_ONLY, InputFactory, digest, profiles_for
 from ...records import CPU_TIME_LIMIT, INCONCLUSIVE, GateResult
 from ..contract.span_shape import aligned_shape, block_size, grid_span_shape, long_shapes, span_shape
