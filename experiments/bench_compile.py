@@ -29,9 +29,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from kernelfoundry.candidate import enumerate_configs, parse_param_space  # noqa: E402
-from kernelfoundry.compiler.cache import CompileCache  # noqa: E402
+from kernelfoundry.compiler import CompileCache, compile_candidate  # noqa: E402
 from kernelfoundry.compiler.capture import capture_task_signatures  # noqa: E402
-from kernelfoundry.compiler.gate import compile_candidate  # noqa: E402
 from kernelfoundry.task import load_task  # noqa: E402
 
 def candidates(task, variants: int, seed: int) -> list[tuple[str, str]]:

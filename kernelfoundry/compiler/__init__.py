@@ -4,7 +4,10 @@ Public API (see docs/compiler.md):
 
 * :func:`compile_candidate` (``gate``): launch signatures per config x hardware -> :class:`CompileReport`;
 * :class:`LaunchSignature`, :func:`parse_signature` (``signature``): the JSON launch-signature record;
-* :class:`LaunchRecorder`, :func:`signature_of_launch`, :func:`capture_signatures` (``capture``);
+* :class:`LaunchRecorder`, :func:`signature_of_launch`, :func:`capture_signatures`,
+  :func:`capture_task_signatures`: imported from their module, ``kernelfoundry.compiler.capture``, never
+  through the package: capture imports and runs candidate code, which the verifier's judge (an importer
+  of this package) must not reach (docs/architecture.md);
 * :class:`CompileCache` (``cache``); :class:`CompiledResources` (``resources``);
 * :func:`write_asm` (``asm``): PTX/SASS or AMDGCN of one config into a directory;
 * :func:`resolve_target` (``targets``): hardware name -> Triton target, or why there is none.

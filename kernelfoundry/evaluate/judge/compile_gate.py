@@ -180,7 +180,7 @@ def resident_programs(r: Any, spec: Any) -> tuple[int, str]:
 def _facts(resources: dict[str, Any], hardware: str) -> str:
     """The compiler's figures for one kernel, with the occupancy they allow: '40 registers, ...:
     occupancy 6 programs/core (registers)'."""
-    from ...compiler.resources import CompiledResources
+    from ...compiler import CompiledResources
     from ...perfmodel import load_hardware
     r = CompiledResources.from_dict(resources)
     try:
@@ -192,8 +192,7 @@ def _facts(resources: dict[str, Any], hardware: str) -> str:
 
 def write_best_asm(details: dict[str, Any], directory: Any, *, cache: Any = None) -> list[Any]:
     """Write the PTX/SASS or AMDGCN of each hardware's best compiled config (``verify --asm DIR``)."""
-    from ...compiler import CompileCache, write_asm
-    from ...compiler.report import CompileReport
+    from ...compiler import CompileCache, CompileReport, write_asm
     cache = cache if cache is not None else CompileCache()
     written = []
     for name, key in details.get("best", {}).items():
