@@ -269,8 +269,7 @@ def _unstarted_section(unstarted: list[dict[str, Any]]) -> list[str]:
 
 def _model_error_table(rows: list[dict[str, Any]]) -> list[str]:
     """Task, op kind and the model's measured error band on the task's first hardware."""
-    from .fidelity import band_note
-    from .fidelity.opkind import op_kind
+    from .fidelity import band_note, op_kind
     from .search import open_run
     lines = ["| task | op kind | hardware | model error |", "|---|---|---|---|"]
     for task_name, run_dir in dict((r["task"], r.get("run_dir")) for r in rows).items():

@@ -6,6 +6,9 @@ fitted and on held-out rows: every fifth), and with ``--write`` save
 
 MEASURED: run directories (or ``run.sqlite``) of ``evolve --device cuda`` runs, CSVs written by an
 export's ``bench_elites.py``, or fidelity datasets (``experiments/fidelity/*.yaml``).  docs/device.md.
+
+Public names: :func:`main` (the command) and ``CSV_COLUMNS`` (the columns of a measured CSV, which an
+export's ``bench_elites.py`` writes).
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ import time
 from pathlib import Path
 
 from ..errors import UserError
-from ..fidelity.stats import summarize
+from ..fidelity import summarize
 from ..perfmodel import load_hardware
 from .fit import FIGURES, fit, log_errors, with_figures
 from .hwfile import default_path, write
-from .rows import read_rows
+from .rows import CSV_COLUMNS, read_rows
+
+__all__ = ["CSV_COLUMNS", "main"]
 
 
 def split(rows: list, every: int) -> tuple[list, list]:

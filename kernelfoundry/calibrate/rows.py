@@ -69,7 +69,7 @@ def read_rows(path: str | Path, base: HardwareSpec) -> tuple[list[Measurement], 
 
 
 def _from_dataset(path: Path, base: HardwareSpec) -> tuple[list[Measurement], str]:
-    from ..fidelity.dataset import load_dataset
+    from ..fidelity import load_dataset
     ds = load_dataset(path)
     if ds.hardware != base.name:
         raise CalibrationError(f"dataset {path} (field 'hardware') was measured on {ds.hardware}; calibrate it "
@@ -80,8 +80,7 @@ def _from_dataset(path: Path, base: HardwareSpec) -> tuple[list[Measurement], st
             rows.append(eager_row(r.id, r.kind, r.measured_ms * 1e-3, r.reference, list(r.inputs), ds.timing,
                                   str(path), r.weight))
         return rows, f"published: {ds.name}"
-    from ..fidelity.predict import kernel_prediction
-    from ..fidelity.traces import get_traces
+    from ..fidelity import get_traces, kernel_prediction
     from ..perfmodel import HardwareArrays, unaligned_bytes
     from ..task import load_task
     for r in ds.rows:
@@ -95,7 +94,7 @@ def _from_dataset(path: Path, base: HardwareSpec) -> tuple[list[Measurement], st
 
 
 def _from_store(path: Path, base: HardwareSpec) -> tuple[list[Measurement], str]:
-    from ..fidelity.opkind import op_kind
+    from ..fidelity import op_kind
     from ..store import RunStore
     from ..task import task_from_dict
     try:

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..calibrate.rows import CSV_COLUMNS
+from ..calibrate import CSV_COLUMNS
 from ..task import Task
 
 BENCH_SCRIPT = "bench_elites.py"
@@ -26,7 +26,7 @@ def _shapes(task: Task, envs: list[dict[str, int]], prefix: str) -> list[dict[st
 
 def bench_spec(task: Task, hardware: str, kernels: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     """The script's spec: *kernels* are (file name, the elite's stored per-hardware scores)."""
-    from ..fidelity.opkind import op_kind
+    from ..fidelity import op_kind
     from ..perfmodel import DO_BENCH, eager_estimate, load_hardware, profile_reference
     spec = load_hardware(hardware)
     shapes = {"check": _shapes(task, task.check_shapes, "check"), "target": _shapes(task, task.target_shapes, "target")}

@@ -53,7 +53,7 @@ def _decade(n: int) -> int:
 def signature_of(task, hardware: list[str] | tuple[str, ...]) -> TaskSignature:
     """The signature of *task* on *hardware* (op kind from its reference profile)."""
     try:
-        from ..fidelity.opkind import op_kind
+        from ..fidelity import op_kind
         kind = op_kind(task)
     except Exception:  # noqa: BLE001 - a reference the profiler cannot run still gets a signature
         kind = "elementwise"
