@@ -33,8 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from kernelfoundry.errors import TaskError  # noqa: E402
-from kernelfoundry.kernelbench.coverage import failure_category as category  # noqa: E402
-from kernelfoundry.kernelbench.importer import import_problem, level_of, write_task  # noqa: E402
+from kernelfoundry.kernelbench import failure_category as category, import_problem, level_of, write_task  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "kernelbench"
 STAGES = ("correctness", "trace", "model", "compile", "confirm", "other")

@@ -60,7 +60,7 @@ def load_suite(path: str | Path) -> Suite:
     """A suite file, or a directory of KernelBench problem files (every one a task; docs/kernelbench.md)."""
     path = Path(path)
     if path.is_dir():
-        from .kernelbench.cli import problems_in
+        from .kernelbench import problems_in
         return Suite(name=path.resolve().name, tasks=[p.resolve() for p in problems_in(path)], budget=None,
                      path=path)
     if not path.is_file():
@@ -78,7 +78,7 @@ def load_suite(path: str | Path) -> Suite:
     for i, t in enumerate(data["tasks"]):
         p = (path.parent / str(t)).resolve()
         if p.is_dir():                         # a directory of KernelBench problem files
-            from .kernelbench.cli import problems_in
+            from .kernelbench import problems_in
             tasks += [q.resolve() for q in problems_in(p)]
             continue
         if not p.is_file():
@@ -99,8 +99,7 @@ def load_suite_tasks(suite: Suite, *, drafts: bool) -> tuple[list, list[Path], l
     ``{"task", "level", "category", "reason"}``: KernelBench counts it as unsolved.
     """
     from .errors import TaskError
-    from .kernelbench.coverage import failure_category
-    from .kernelbench.importer import level_of, task_name
+    from .kernelbench import failure_category, level_of, task_name
     tasks, paths, unstarted = [], [], []
     for path in suite.tasks:
         if path.suffix != ".py":

@@ -143,7 +143,7 @@ def export_run(run_dir: str | Path, *, out: Path | None = None, top: int | None 
     try:
         problem_name = None
         if fmt == "kernelbench":
-            from .kernelbench.export_kb import problem_file_name, problem_source
+            from .kernelbench import problem_file_name, problem_source
             problem_text = problem_source(run.task)          # refuses tasks not imported from a problem file
             problem_name = problem_file_name(run.task)
         out = Path(out) if out else run.run_dir / "export"
@@ -173,7 +173,7 @@ def export_run(run_dir: str | Path, *, out: Path | None = None, top: int | None 
                                  cell_desc=cell_desc, hardware=row.hardware, names=names, valid=valid,
                                  error_notes=_error_notes(run.task, valid))
             if fmt == "kernelbench":
-                from .kernelbench.export_kb import modelnew_source
+                from .kernelbench import modelnew_source
                 text = modelnew_source(run.task, text, dict(row.hardware[valid[0]]["best_params"]),
                                        list(parse_param_space(row.source)))
             _write(out / name, text)

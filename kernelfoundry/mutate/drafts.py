@@ -36,7 +36,7 @@ def example_entry(name: str, source: str, why: str) -> dict[str, str]:
 
 def draft_context(task: Task, draft: dict[str, Any]) -> dict[str, Any]:
     """The plain data the system and draft templates render from."""
-    from ..kernelbench.reference import binding_of, problem_of
+    from ..kernelbench import binding_of, problem_of
     ctx_task = task_context(task)
     problem = problem_of(task.reference)
     launch_order = None
