@@ -12,5 +12,9 @@ the device timing job):
 * ``job_main``: progress lines and the ``IN.json OUT.json`` main of every sandboxed job.
 
 ``loader``, ``arms``, ``guard`` and ``job_main`` run candidate code: the verifier's judging code
-never imports them (an import-linter contract, docs/architecture.md).
+never imports them (an import-linter contract, docs/architecture.md).  So these modules are the package's
+public surface, imported one by one: a job takes what it runs and nothing more, and the package itself
+exports no names.
 """
+
+__all__: list[str] = []
