@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .bandit import COLD_MEAN, COLD_PRIOR_N, KAPPA, PRIOR_CAP, REWARD_SD, Arm
 from .run_memory import MEMORY_SEED_PREFIX, RunMemory, is_memory_seed
-from .signature import TaskSignature, signature_of, similarity
+from .task_signature import TaskSignature, signature_of, similarity
 from .store import ExperienceStore, MemoryFileError
 from .values import DRAFT, FAILED_REFINE, REFINE, child_gain, gain_of, reward_of
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .bandit import DUPLICATE_REWARD, OperatorBandit
-from .signature import TaskSignature, signature_of
+from .task_signature import TaskSignature, signature_of
 from .store import ExperienceStore
 from .values import DRAFT, REFINE, child_gain, gain_of, reward_of, stage_of
 

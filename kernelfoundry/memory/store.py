@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import UserError
-from .signature import TaskSignature, similarity
+from .task_signature import TaskSignature, similarity
 
 SCHEMA_VERSION = 1
 #: how long opening the file waits for another process's lock, in seconds

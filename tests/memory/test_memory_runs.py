@@ -10,7 +10,7 @@ import pytest
 from kernelfoundry import REPO_DIR
 from kernelfoundry.evolve import main
 from kernelfoundry.memory import ExperienceStore, RunMemory
-from kernelfoundry.memory.signature import signature_of
+from kernelfoundry.memory.task_signature import signature_of
 from kernelfoundry.memory.values import REFINE
 from kernelfoundry.mutate.base import MutationRequest, ParentView
 from kernelfoundry.mutate.builtin import OPERATORS, BuiltinMutator

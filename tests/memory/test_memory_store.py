@@ -10,7 +10,7 @@ from kernelfoundry.errors import UserError
 from kernelfoundry.memory import ExperienceStore, resolve_memory_path
 from kernelfoundry.memory.__main__ import main as memory_main
 from kernelfoundry.memory.bandit import OperatorBandit
-from kernelfoundry.memory.signature import TaskSignature, shape_class, similarity
+from kernelfoundry.memory.task_signature import TaskSignature, shape_class, similarity
 from kernelfoundry.memory.store import Prior
 from kernelfoundry.memory.values import DRAFT, FAILED_REFINE, REFINE, reward_of, stage_of
 
