@@ -1,7 +1,7 @@
 """Seed lowering of ``aten.convolution``: 1D/2D/3D, plain and transposed, any stride, padding,
 dilation, output padding and groups (depthwise included), with or without bias.
 
-Both kinds become one implicit-GEMM kernel (:func:`.kernels_conv.conv`): a program per
+Both kinds become one implicit-GEMM kernel (:func:`.templates_conv.conv`): a program per
 ``BLOCK_M`` output channels (of one group) x ``BLOCK_N`` output positions (of one sample),
 ``tl.dot`` over ``K = in_channels / groups x kernel window`` in ``BLOCK_K`` steps, fp32
 accumulation (fp32 operands multiply in full fp32, ``input_precision="ieee"``, like the
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .kernels_conv import conv
+from .templates_conv import conv
 from .noseed import NoSeed
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .kernels import _split, pointwise_head
+from .templates import _split, pointwise_head
 from .noseed import NoSeed
 
 

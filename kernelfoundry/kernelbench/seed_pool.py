@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .kernels import _split
+from .templates import _split
 from .noseed import NoSeed
 
 FLOATS = ("float32", "float16", "bfloat16", "float64")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from . import kernels
+from . import templates
 from .lowerings import LOWERINGS
 from .noseed import NoSeed
 from .ops import CASTS, CONSTANTS, FLOAT, POINTWISE, TL_DTYPE
@@ -199,7 +199,7 @@ class _Gen:
 
     def _pointwise(self, name: str, body: "_Body", value: str, out: str, rank: int) -> None:
         """Launch a flat kernel computing *value* into the contiguous tensor *out*."""
-        self.kernels.append(kernels.pointwise(name, len(body.leaves), rank, 1, len(body.consts), body.lines,
+        self.kernels.append(templates.pointwise(name, len(body.leaves), rank, 1, len(body.consts), body.lines,
                                               [value]))
         self.params.setdefault("BLOCK", [1024, 256])
         args = []
@@ -349,7 +349,7 @@ class _Gen:
         n_red = " * ".join(f"{first}.shape[{d}]" for d in range(len(kept), n_dims))
         outs = []
         for suffix, k, dtype in parts:
-            self.kernels.append(kernels.reduction(name + suffix, k, len(views), len(kept), len(dims),
+            self.kernels.append(templates.reduction(name + suffix, k, len(views), len(kept), len(dims),
                                                   tuple(body.lines), value, correction,
                                                   tuple(epilogue) if not suffix else (), len(body.consts)))
             var = f"t{i}{suffix}"
@@ -403,7 +403,7 @@ class _Gen:
         rank, dim = src["rank"], node["args"][1] % max(src["rank"], 1)
         perm = [d for d in range(rank) if d != dim] + [dim]
         name = f"scan_{i}"
-        self.kernels.append(kernels.scan(name, base, rank - 1))
+        self.kernels.append(templates.scan(name, base, rank - 1))
         self.params.setdefault("BLOCK_L", [256, 1024])
         out = self.new(i)
         p = ", ".join(map(str, perm)) + ("," if len(perm) == 1 else "")
@@ -420,7 +420,7 @@ class _Gen:
         if node["dtype"] not in FLOAT or node["dtype"] == "bfloat16":
             raise NoSeed(f"{node['op']} on {node['dtype']} has no template (the interpreter's bf16 dot is wrong)")
         name = f"matmul_{i}"
-        self.kernels.append(kernels.matmul(name, node["dtype"] == "float32"))
+        self.kernels.append(templates.matmul(name, node["dtype"] == "float32"))
         for k, v in (("BLOCK_M", [32, 64]), ("BLOCK_N", [32, 64]), ("BLOCK_K", [32])):
             self.params.setdefault(k, v)
         out = self.new(i)
@@ -469,7 +469,7 @@ class _Gen:
                  "from triton.language.extra import libdevice", "",
                  f"PARAMS = {params!r}", "", ""]
         if "mul" in self.helpers:
-            lines += [kernels.MUL_COMBINE, ""]
+            lines += [templates.MUL_COMBINE, ""]
         lines += [k + "\n" for k in self.kernels]
         if "bcast" in self.helpers:
             lines += ["def bcast(t, shape):",

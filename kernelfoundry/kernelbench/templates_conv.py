@@ -11,7 +11,7 @@ its right one.  The output is stored as rows ``(n, c_out)`` of ``P`` contiguous 
 
 from __future__ import annotations
 
-from .kernels import _split
+from .templates import _split
 
 
 def conv(name: str, nsp: int, transposed: bool, has_bias: bool, precision: str, cast: bool,
