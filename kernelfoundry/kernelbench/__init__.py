@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from .. import public_names
 from .importer import import_problem, is_problem_file, level_of, materialize, task_name, write_task
-from .loader import load_task_or_problem
+from .task_loader import load_task_or_problem
 from .reference import binding_of, problem_of
 
 if TYPE_CHECKING:       # for type checkers, and for grimp's graph: the package depends on these modules

@@ -25,7 +25,7 @@ TOLERANCE = 1e-2
 def check_contract(solution: Path, problem: Path, *, env_index: int = 0, seed: int = 0,
                    timeout_s: float = 600.0) -> dict[str, Any]:
     """Run the contract in a child process; ``{"ok": bool, "reason": str, "max_abs_err": float, ...}``."""
-    from .loader import load_task_or_problem
+    from .task_loader import load_task_or_problem
     task = load_task_or_problem(problem, check_files=False)
     sizes = {str(task.target_shapes[0][s]): task.check_shapes[min(env_index, len(task.check_shapes) - 1)][s]
              for s in task.target_shapes[0]}
