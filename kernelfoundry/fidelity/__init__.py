@@ -13,7 +13,7 @@ from .. import public_names
 from .bands import ErrorBand, band_note, error_band, model_error_summary
 from .dataset import Dataset, FidelityError, Row, load_dataset, load_thresholds
 from .opkind import KINDS, classify, op_kind
-from .stats import summarize
+from .error_stats import summarize
 
 if TYPE_CHECKING:       # for type checkers, and for grimp's graph: the package depends on these modules
     from .predict import kernel_prediction

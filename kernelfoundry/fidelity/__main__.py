@@ -16,8 +16,8 @@ from pathlib import Path
 from ..errors import UserError
 from .dataset import is_dataset_file, load_dataset, load_thresholds
 from .predict import predict_dataset
-from .report import dataset_report, summaries
-from .stats import check
+from .tables import dataset_report, summaries
+from .error_stats import check
 
 EPILOG = """\
 examples:

@@ -1,6 +1,6 @@
 """Held-out error: every dataset row predicted by a model whose fitted constants never saw it.
 
-The in-sample error (``report.py``) is measured on the rows the constants were fitted on.  The
+The in-sample error (``tables.py``) is measured on the rows the constants were fitted on.  The
 bands the outputs quote come from here instead (docs/fidelity.md, "Error bands"):
 
 * **leave one family out** (the rows fitted on this GPU): the dataset's rows are grouped into

@@ -9,8 +9,8 @@ from kernelfoundry.fidelity.bands import BANDS_PATH, table_from
 from kernelfoundry.fidelity.crossval import held_out
 from kernelfoundry.fidelity.dataset import load_dataset, load_thresholds
 from kernelfoundry.fidelity.predict import predict_dataset, row_models
-from kernelfoundry.fidelity.report import summaries
-from kernelfoundry.fidelity.stats import check
+from kernelfoundry.fidelity.tables import summaries
+from kernelfoundry.fidelity.error_stats import check
 
 from .common import DATASETS
 

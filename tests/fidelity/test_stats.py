@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from kernelfoundry.fidelity.stats import check, ranks, spearman, summarize
+from kernelfoundry.fidelity.error_stats import check, ranks, spearman, summarize
 
 
 def test_ranks_share_ties_and_spearman_matches_definition():

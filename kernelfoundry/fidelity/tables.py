@@ -9,7 +9,7 @@ import numpy as np
 
 from .dataset import Dataset
 from .predict import Prediction
-from .stats import Summary, summarize
+from .error_stats import Summary, summarize
 
 HEADER = ("| {group} | n | geomean error | median pred/meas | within ±25% | within 2x | Spearman | worst |\n"
           "|---|---:|---:|---:|---:|---:|---:|---:|")
