@@ -34,7 +34,7 @@ class LaunchFeatures:
     store_sector_bytes: np.ndarray
     unique_load_bytes: np.ndarray   # the program's own distinct footprint
     unique_store_bytes: np.ndarray
-    written_floor_bytes: np.ndarray  # sectors the launch's stores must write back, per program (see memory.py)
+    written_floor_bytes: np.ndarray  # sectors the launch's stores must write back, per program (see memory_traffic.py)
     dot_flops: np.ndarray           # [R, D] by dtype class (DTYPE_KEYS)
     dot_shapes: list[list[tuple[int, int, int, str]]]
     operand_bytes_per_flop: np.ndarray  # shared-memory operand traffic per dot flop

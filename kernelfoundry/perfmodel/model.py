@@ -24,7 +24,7 @@ import numpy as np
 
 from .features import LaunchFeatures
 from .hardware import DTYPE_KEYS, HardwareSpec
-from .memory import traffic
+from .memory_traffic import traffic
 from .occupancy import occupancy
 
 #: Breakdown components that can bound a launch, in report order.

@@ -9,7 +9,7 @@ import pytest
 from kernelfoundry.perfmodel.baseline import baseline, profile_reference, sol_seconds
 from kernelfoundry.perfmodel.features import footprint_curve
 from kernelfoundry.perfmodel.hardware import load_hardware
-from kernelfoundry.perfmodel.memory import eval_curve, invert_curve
+from kernelfoundry.perfmodel.memory_traffic import eval_curve, invert_curve
 from kernelfoundry.perfmodel.score import score_candidate
 from kernelfoundry.perfmodel.tuning import hint_grid, plan_configs
 from kernelfoundry.task import task_from_dict
