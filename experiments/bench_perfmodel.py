@@ -25,8 +25,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kernelfoundry.perfmodel import (HardwareArrays, evaluate, launch_features, list_hardware, plan_configs,  # noqa: E402
-                                     resolve_hardware, score_candidate, sum_launches, sweep)
+from kernelfoundry.perfmodel import (HardwareArrays, evaluate, launch_features,  # noqa: E402
+                                     list_hardware, plan_configs, resolve_hardware, score_candidate, sum_launches, sweep)
 from kernelfoundry.task import load_task  # noqa: E402
 from tests.perfmodel.tracegen import config_trace, copy_trace, matmul_trace  # noqa: E402
 
