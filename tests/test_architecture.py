@@ -1,5 +1,6 @@
 """The package's layers hold (docs/architecture.md): import-linter checks the contracts in ``.importlinter``
-on grimp's import graph, which counts imports written inside functions too (checked here as well)."""
+on grimp's import graph, which counts imports written inside functions too (checked here as well); and
+outside a package, its public names are used, not its modules ("Public surfaces")."""
 
 from __future__ import annotations
 
