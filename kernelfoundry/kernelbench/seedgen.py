@@ -200,7 +200,7 @@ class _Gen:
     def _pointwise(self, name: str, body: "_Body", value: str, out: str, rank: int) -> None:
         """Launch a flat kernel computing *value* into the contiguous tensor *out*."""
         self.kernels.append(templates.pointwise(name, len(body.leaves), rank, 1, len(body.consts), body.lines,
-                                              [value]))
+                                                [value]))
         self.params.setdefault("BLOCK", [1024, 256])
         args = []
         for k, v in enumerate(body.leaves):
@@ -350,8 +350,8 @@ class _Gen:
         outs = []
         for suffix, k, dtype in parts:
             self.kernels.append(templates.reduction(name + suffix, k, len(views), len(kept), len(dims),
-                                                  tuple(body.lines), value, correction,
-                                                  tuple(epilogue) if not suffix else (), len(body.consts)))
+                                                    tuple(body.lines), value, correction,
+                                                    tuple(epilogue) if not suffix else (), len(body.consts)))
             var = f"t{i}{suffix}"
             shape = self.shape(i) if node["shape"] is not None else \
                 "(" + "".join(f"{first}.shape[{d}], " for d in range(len(kept))) + ")"
