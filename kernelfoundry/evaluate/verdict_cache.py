@@ -52,7 +52,7 @@ def cacheable(result: dict[str, Any]) -> bool:
                                               "killed", "memory"))
 
 
-def _retry_while_locked(step, seconds: float = 60.0) -> None:
+def retry_while_locked(step, seconds: float = 60.0) -> None:
     """Run *step*, retrying while SQLite reports the database locked.
 
     Switching to WAL needs an exclusive lock and SQLite answers "database is locked"
@@ -80,8 +80,8 @@ class VerdictCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
         self.conn.execute("PRAGMA busy_timeout=30000")
-        _retry_while_locked(lambda: self.conn.execute("PRAGMA journal_mode=WAL"))
-        _retry_while_locked(lambda: self.conn.executescript(_SCHEMA))
+        retry_while_locked(lambda: self.conn.execute("PRAGMA journal_mode=WAL"))
+        retry_while_locked(lambda: self.conn.executescript(_SCHEMA))
 
     def _key(self, source: str) -> str:
         return f"{self.context}:{source_hash(source)}"

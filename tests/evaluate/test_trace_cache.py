@@ -134,3 +134,23 @@ def test_a_params_only_sibling_runs_only_its_new_configs_checks(relu, tmp_path):
 
 def gate_runs(result) -> int:
     return next(g for g in result.gates if g.name == "correctness").details["runs"]
+
+
+def _open_and_put_trace(path: str, i: int) -> int:
+    cache = TraceCache(path)
+    cache.put("ctx", {"BLOCK": i}, [{"shape_index": 0}])
+    cache.close()
+    return i
+
+
+def test_workers_opening_one_new_trace_cache_together_do_not_fail(tmp_path):
+    """The run's workers share one file: switching a new file to WAL takes an exclusive lock, and
+    SQLite answers "database is locked" at once (seen under load: two Ray workers of one run)."""
+    import multiprocessing as mp
+    path = str(tmp_path / "traces.sqlite")
+    with mp.get_context("spawn").Pool(8) as pool:
+        for round_ in range(3):
+            target = f"{path}.{round_}"
+            assert sorted(pool.starmap(_open_and_put_trace, [(target, i) for i in range(16)])) == list(range(16))
+            reopened = TraceCache(target)
+            assert all(reopened.get("ctx", {"BLOCK": i}) == [{"shape_index": 0}] for i in range(16))

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ...candidate import code_text
-from ..verdict_cache import VERDICT_FORMAT
+from ..verdict_cache import VERDICT_FORMAT, retry_while_locked
 
 FILE_NAME = "traces.sqlite"
 _SCHEMA = """
@@ -77,9 +77,10 @@ class TraceCache:
         if path is not None:
             path = Path(path)
             self.conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
-            self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA busy_timeout=30000")
-            self.conn.executescript(_SCHEMA)
+            # workers opening a new file together: the switch to WAL answers "locked" at once
+            retry_while_locked(lambda: self.conn.execute("PRAGMA journal_mode=WAL"))
+            retry_while_locked(lambda: self.conn.executescript(_SCHEMA))
 
     @staticmethod
     def key(context: str, config: dict[str, Any]) -> str:
