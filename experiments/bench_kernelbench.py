@@ -36,7 +36,9 @@ from kernelfoundry.errors import TaskError  # noqa: E402
 from kernelfoundry.kernelbench import failure_category as category, import_problem, level_of, write_task  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "kernelbench"
-STAGES = ("correctness", "trace", "model", "compile", "confirm", "other")
+#: The verifier's stages. The trace job runs beside the check job, so their seconds overlap and the
+#: stages add up to more than a verify's wall time.
+STAGES = ("correctness", "trace", "model", "compile", "confirm")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -93,7 +95,6 @@ def check_one(row: dict, folder: Path, verify: bool) -> None:
         result = run_verifier(task, imported.seed_source, None, seed=0, limits=default_limits(task))
         row["verify_s"] = round(time.perf_counter() - start, 2)
         row["stages"] = {g.name: round(g.seconds, 2) for g in result.gates}
-        row["stages"]["other"] = round(row["verify_s"] - sum(row["stages"].values()), 2)  # process starts, ...
         row["verified"] = result.passed
         row["objective"] = result.objective
         if not result.passed:
@@ -127,7 +128,7 @@ def summarize(rows: list[dict], verify: bool) -> list[str]:
                 secs = [r["verify_s"] for r in done]
                 lines.append(f"  verify of the correct seeds: {sum(r['verified'] for r in done)}/{len(done)} pass; "
                              f"median {statistics.median(secs):.1f} s, p90 {percentile(secs, 0.9):.1f} s; "
-                             "median per stage: " + ", ".join(
+                             "median per stage (checks and trace overlap): " + ", ".join(
                                  f"{s} {statistics.median(r['stages'].get(s, 0.0) for r in done):.1f} s"
                                  for s in STAGES))
                 for r in done:
