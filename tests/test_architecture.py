@@ -50,10 +50,6 @@ PUBLIC_MODULES = {"kernelfoundry.compiler.capture": "it imports and runs candida
                                                     "(an importer of the compiler package) must not reach"}
 #: Imports of another package's module left for later, each with why; an entry that no longer holds fails.
 PENDING = {
-    **dict.fromkeys([("kernelfoundry.evaluate.pipeline", "kernelfoundry.perfmodel.hardware"),
-                     ("kernelfoundry.evaluate.pipeline", "kernelfoundry.perfmodel.score"),
-                     ("kernelfoundry.evaluate.pipeline", "kernelfoundry.sandbox.channel")],
-                    "evaluate/pipeline.py is being edited elsewhere; switch it to the public names after"),
     **dict.fromkeys([("kernelfoundry.evaluate.child.entry", "kernelfoundry.sandbox.channel"),
                      ("kernelfoundry.evaluate.child.record_trace", "kernelfoundry.sandbox.channel"),
                      ("kernelfoundry.evaluate.child.record_trace", "kernelfoundry.compiler.signature"),

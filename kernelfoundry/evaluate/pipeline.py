@@ -27,13 +27,13 @@ from typing import Any, Callable
 
 from ..candidate import HINT_PARAMS, ParamSpaceError, config_key, kernel_configs, parse_param_space
 from ..task import Task
-from ..sandbox.channel import DATA_FILE, BlobReader
 from .judge.correctness import Judge, MalformedReport, plan_runs
 from .judge.anticheat import hack_gate
 from ..harness.loader import WALL_FACTOR
 from ..harness.payload import child_task
 from ..records import INCONCLUSIVE, ConfigTrace, GateResult, VerifyResult
-from ..sandbox import GiB, SandboxIsolationError, SandboxLimits, SandboxOutcome, run_sandboxed
+from ..sandbox import (DATA_FILE, BlobReader, GiB, SandboxIsolationError, SandboxLimits, SandboxOutcome,
+                       run_sandboxed)
 from .trace.cache import code_context
 from .trace.counts import MalformedTrace, build_config_trace
 
@@ -80,7 +80,7 @@ def child_timeouts(limits: SandboxLimits) -> dict[str, float]:
 def check_hardware(names: list[str]) -> None:
     """Raise HardwareError for unknown names (once the hardware library exists)."""
     try:
-        from ..perfmodel.hardware import resolve_hardware
+        from ..perfmodel import resolve_hardware
     except ImportError:
         return
     resolve_hardware(names)
@@ -399,7 +399,7 @@ def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, l
     from .judge.confirm import picked_configs
     from .judge.plausibility import implausible_scores, implausible_traces
     try:
-        from ..perfmodel.score import score_candidate
+        from ..perfmodel import score_candidate
     except ImportError as exc:
         return fail(f"the performance model is not available ({exc}).")
     trace_gate = next((g for g in gates if g.name == "trace"), None)
