@@ -328,7 +328,9 @@ class _Gen:
         epilogue, last = self._epilogue(i, body) if base not in ("max", "min") else ([], i)
         parts = [("", kind, self.g[last]["dtype"] or "float32")]
         if base in ("max", "min"):                          # a (values, indices) tuple
-            parts = [("", kind, self.g[src_ref["ref"]]["dtype"]), ("_idx", "arg" + base, "int64")]
+            parts = [("", kind, self.g[src_ref["ref"]]["dtype"])]
+            if self._indices_used(i):                       # no kernel for indices nothing reads
+                parts.append(("_idx", "arg" + base, "int64"))
         if kind == "prod":
             self.helpers.add("mul")
         self.params.setdefault("BLOCK_R", [128, 512])
@@ -368,8 +370,17 @@ class _Gen:
             for out in outs:
                 self.body.append(f"{out['var']}_k = {out['var']}.unsqueeze({dims[0]})")
                 out.update(var=f"{out['var']}_k", rank=rank)
-        self.vals[i] = {"kind": "tuple", "items": outs} if len(outs) > 1 else outs[0]
+        if base in ("max", "min"):
+            self.vals[i] = {"kind": "tuple", "items": outs + [None] * (2 - len(outs))}
+        else:
+            self.vals[i] = outs[0]
         self.vals[last] = self.vals[i]
+
+    def _indices_used(self, i: int) -> bool:
+        """Whether anything live reads the indices of a max/min-over-dim tuple *i* (any user but
+        ``getitem(i, 0)``)."""
+        return any(not (self.g[u]["op"] == "<built-in function getitem>" and self.g[u]["args"][1] == 0)
+                   for u in self.users.get(i, set()) - self.dead)
 
     def _epilogue(self, i: int, body: "_Body") -> tuple[list[str], int]:
         """Pointwise ops right after reduction *i* that only transform its result (a mean's

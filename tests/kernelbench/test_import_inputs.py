@@ -136,3 +136,30 @@ def test_dropout_in_training_mode_is_refused_naming_it(cache, tmp_path):
     path.write_text(CONSTANTS.replace("return [200, 0.0]", "return [200, 0.2]"))
     with pytest.raises(TaskError, match=r"reference is random.*Dropout\(p=0.2\)"):
         load_task(path)
+
+
+# max/min over a dim return (values, indices): the seed computes indices only where something reads them
+MIN_MAX_DIM = '''
+import torch
+
+class Model(torch.nn.Module):
+    def forward(self, x, y):
+        low = torch.min(x * 2.0, dim=1, keepdim=True)[0]
+        values, where = torch.max(y, dim=1)
+        return low, values + where.float()
+
+def get_inputs():
+    return [torch.randn(16, 12, 10), torch.randn(16, 20)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_min_max_over_a_dim_compute_indices_only_when_read(cache, tmp_path):
+    imported, task = _import(tmp_path, "minmax", MIN_MAX_DIM)
+    source = imported.seed_source
+    kernels = [line.split("(")[0][4:] for line in source.splitlines() if line.startswith("def ")]
+    assert sum(k.startswith("reduce_") and not k.endswith("_idx") for k in kernels) == 2, kernels
+    assert sum(k.endswith("_idx") for k in kernels) == 1, kernels          # only torch.max's indices
+    _passes(imported, task)
