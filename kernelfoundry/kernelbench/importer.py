@@ -113,7 +113,7 @@ def import_problem(path: str | Path, *, seed: int = 0) -> Imported:
     if reason is None:
         try:
             seed_source = generate(desc["graphs"], desc["trace_envs"], desc["inputs"],
-                                   sizes_of(desc["symbols"], desc["inputs"]))
+                                   sizes_of(desc["symbols"], desc["inputs"]), desc["symbols"])
         except NoSeed as exc:
             reason = str(exc)
     return Imported(task=task, seed_source=seed_source, no_seed_reason=reason, problem_source=source)

@@ -13,6 +13,7 @@ pooling windows, scatter, sorting, random numbers, in-place buffer updates) rais
 from __future__ import annotations
 
 import ast
+import math
 from typing import Any
 
 from . import templates
@@ -44,9 +45,9 @@ def _is_literal(text: str) -> bool:
 
 class _Gen:
     def __init__(self, graphs: list[list[dict]], envs: list[dict[str, int]], inputs: list[dict],
-                 sizes: dict[str, tuple[int, int]]):
+                 sizes: dict[str, tuple[int, int]], target: dict[str, int] | None = None):
         self.g, self.h = graphs
-        self.envs = envs
+        self.envs, self.target = envs, target
         self.symbols = list(sizes)
         self.inputs, self.sizes = inputs, sizes
         if [n["op"] for n in self.g] != [n["op"] for n in self.h]:
@@ -109,6 +110,18 @@ class _Gen:
             return size_expr(a, b, *self.envs, self.symbols)
         except SizeError as exc:
             raise NoSeed(str(exc)) from None
+
+    def at_target(self, i: int, dims: list[int]) -> list[int] | None:
+        """Node *i*'s extents along *dims* at the problem's own sizes, or None (no target given, an
+        extent the generator derives in ``launch``, such as a convolution's output size)."""
+        if self.target is None or self.g[i]["shape"] is None:
+            return None
+        scope = {f"S_{s}": v for s, v in self.target.items()}
+        try:
+            return [int(eval(self.num(self.g[i]["shape"][d], self.h[i]["shape"][d]),  # noqa: S307 - our text
+                             {"__builtins__": {}, "float": float}, scope)) for d in dims]
+        except (NoSeed, NameError, TypeError, ValueError, ZeroDivisionError, SyntaxError, IndexError):
+            return None
 
     def nums(self, a: list, b: list) -> list[str]:
         return [self.num(x, y) for x, y in zip(a, b)]
@@ -333,7 +346,11 @@ class _Gen:
                 parts.append(("_idx", "arg" + base, "int64"))
         if kind == "prod":
             self.helpers.add("mul")
-        self.params.setdefault("BLOCK_R", [128, 512])
+        # a block past the row at the problem's own shape only masks lanes: offer it only for longer rows
+        own = self.at_target(src_ref["ref"], dims) if rank else None
+        n_red = math.prod(own) if own is not None else None
+        wanted = [b for b in (128, 512) if n_red is None or b == 128 or b < 2 * n_red]
+        self.params["BLOCK_R"] = [b for b in (128, 512) if b in wanted or b in self.params.get("BLOCK_R", ())]
         n_dims = max(rank, 1)
         perm = ", ".join(map(str, kept + dims)) + ("," if n_dims == 1 else "")
         shape_var = f"xs{i}"
@@ -573,8 +590,9 @@ def _refs(value: Any) -> list[int]:
 
 
 def generate(graphs: list[list[dict]], envs: list[dict[str, int]], inputs: list[dict],
-             sizes: dict[str, tuple[int, int]]) -> str:
-    """The seed module's source; raises :class:`NoSeed` naming what it cannot express."""
+             sizes: dict[str, tuple[int, int]], target: dict[str, int] | None = None) -> str:
+    """The seed module's source; raises :class:`NoSeed` naming what it cannot express.  *target*: the
+    problem's own sizes (symbol -> value), which prune block sizes no row there fills."""
     if len(graphs) != 2:
         raise NoSeed("the reference could not be traced at two shapes")
-    return _Gen(graphs, envs, inputs, sizes).run()
+    return _Gen(graphs, envs, inputs, sizes, target).run()

@@ -162,4 +162,11 @@ def test_min_max_over_a_dim_compute_indices_only_when_read(cache, tmp_path):
     kernels = [line.split("(")[0][4:] for line in source.splitlines() if line.startswith("def ")]
     assert sum(k.startswith("reduce_") and not k.endswith("_idx") for k in kernels) == 2, kernels
     assert sum(k.endswith("_idx") for k in kernels) == 1, kernels          # only torch.max's indices
+    # rows of 12 and 20 at the problem's own sizes: no 512-wide block, which would only mask lanes
+    assert "'BLOCK_R': [128]," in source
     _passes(imported, task)
+
+
+def test_a_long_row_at_the_problems_own_sizes_keeps_the_wide_block(cache, tmp_path):
+    imported, _ = _import(tmp_path, "longrow", MIN_MAX_DIM.replace("torch.randn(16, 20)", "torch.randn(16, 700)"))
+    assert "'BLOCK_R': [128, 512]," in imported.seed_source
