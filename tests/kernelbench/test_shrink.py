@@ -155,3 +155,36 @@ def test_the_probe_picks_the_most_constrained_size_first():
     assert list(probe) == list(env0) and probe["bias_0"] == 512
     assert probe["x_0"] * env0["bias_0"] != probe["bias_0"] * env0["x_0"]
     assert size_expr(1, probe["bias_0"] // 256, env0, probe, list(env0)) == "(S_bias_0) // 256"
+
+
+DILATED = '''
+import torch
+
+class Model(torch.nn.Module):
+    def __init__(self, c_in, c_out):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(c_in, c_out, (5, 9), padding=(2, 4), dilation=(2, 3), bias=False)
+
+    def forward(self, x):
+        return self.conv(x)
+
+def get_inputs():
+    return [torch.rand(8, 32, 256, 512)]
+
+def get_init_inputs():
+    return [32, 64]
+'''
+
+
+def test_a_wide_dilated_kernel_keeps_only_its_spatial_sizes_wide():
+    from kernelfoundry.kernelbench import budget
+    from kernelfoundry.kernelbench.inspect_job import describe
+    desc = describe(DILATED, "dilated.py", 0)
+    by_input = {s["name"]: s["shape"] for s in desc["inputs"]}
+    x_syms, w_syms = by_input["x"], by_input["conv_weight"]
+    channels = [d for d in (x_syms[1], w_syms[0]) if isinstance(d, str)]
+    assert channels and all(env[d] < 48 for env in desc["check"] for d in channels), desc["check"]
+    ns: dict = {}
+    exec(compile(desc["reference"], "<reference>", "exec"), ns)
+    for i, env in enumerate(desc["check"]):          # within the interpreter's work budget, and it runs
+        assert budget.work(ns["reference"], desc["inputs"], env) <= budget.BUDGET[min(i, 1)]
