@@ -29,6 +29,7 @@ the layout the ``fuse_epilogue`` operator recognises.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .templates_conv import conv
@@ -40,6 +41,20 @@ def _pow2(n: int, lo: int, hi: int) -> int:
     while p < n and p < hi:
         p *= 2
     return p
+
+
+def _own_cog(gen, i: int, transposed: bool) -> float:
+    """Output channels per group of convolution *i* at the problem's own sizes (inf when unknown): the
+    weight holds them (transposed), or the groups follow from the input's channels over the weight's."""
+    w = gen.at_target(gen.g[i]["args"][1]["ref"], [0, 1])
+    if w is None or min(w) < 1:
+        return math.inf
+    if transposed:
+        return w[1]
+    x = gen.at_target(gen.g[i]["args"][0]["ref"], [1])
+    if x is None or x[0] % w[1]:
+        return math.inf
+    return w[0] / (x[0] // w[1])
 
 
 def _blocks(gen, i: int, transposed: bool, groups: Any, nsp: int) -> dict[str, list[int]]:
@@ -54,7 +69,12 @@ def _blocks(gen, i: int, transposed: bool, groups: Any, nsp: int) -> dict[str, l
         k *= n
     bm, bk = _pow2(cog, 16, 64), _pow2(k, 16, 64)
     bn = min(256, 8192 // bm)
-    return {"BLOCK_M": [bm, 32 if bm != 32 else 64], "BLOCK_N": [bn, bn // 2], "BLOCK_K": [bk]}
+    # a second BLOCK_M no group fills at the problem's own sizes (a depthwise conv: one channel per
+    # group) would only mask rows: not offered
+    wide = 32 if bm != 32 else 64
+    if _own_cog(gen, i, transposed) * 2 <= wide:
+        return {"BLOCK_M": [bm], "BLOCK_N": [bn, bn // 2], "BLOCK_K": [bk]}
+    return {"BLOCK_M": [bm, wide], "BLOCK_N": [bn, bn // 2], "BLOCK_K": [bk]}
 FLOATS = ("float32", "float16", "bfloat16")
 
 

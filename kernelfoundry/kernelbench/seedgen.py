@@ -117,10 +117,11 @@ class _Gen:
         if self.target is None or self.g[i]["shape"] is None:
             return None
         scope = {f"S_{s}": v for s, v in self.target.items()}
+        base = [s for s in self.symbols if s in self.target]      # not the sizes derived in launch
         try:
-            return [int(eval(self.num(self.g[i]["shape"][d], self.h[i]["shape"][d]),  # noqa: S307 - our text
+            return [int(eval(size_expr(self.g[i]["shape"][d], self.h[i]["shape"][d], *self.envs, base),  # noqa: S307
                              {"__builtins__": {}, "float": float}, scope)) for d in dims]
-        except (NoSeed, NameError, TypeError, ValueError, ZeroDivisionError, SyntaxError, IndexError):
+        except (SizeError, NameError, TypeError, ValueError, ZeroDivisionError, SyntaxError, IndexError):
             return None
 
     def nums(self, a: list, b: list) -> list[str]:

@@ -199,3 +199,18 @@ def test_shared_kernelbench_conv_seeds_pass_the_check(rel, tmp_path, monkeypatch
     task = load_task(write_task(imp, tmp_path / "task.yaml"))
     gate = check_trusted(imp.seed_source, task, profiles=("normal", "large"))
     assert gate.passed, gate.reason
+
+
+def test_a_block_m_no_group_fills_at_the_problems_own_sizes_is_not_offered():
+    from kernelfoundry.candidate import parse_param_space
+    specs = [("x", ["N", "C", "H", "H"]), ("w", ["O", 1, 3, 3])]
+    envs = [{"N": 2, "C": 8, "H": 10, "O": 8}, {"N": 3, "C": 12, "H": 14, "O": 12}]
+    inputs = [{"name": name, "shape": list(shape), "dtype": "float32", "role": "input"} for name, shape in specs]
+    graphs = [trace(lambda x, w: F.conv2d(x, w, groups=env["C"]), [torch.randn(concrete(s, env)) for _, s in specs])
+              for env in envs]
+
+    def blocks(target):
+        source = generate(graphs, [dict(e) for e in envs], inputs, sizes_of(dict(envs[0]), inputs), target)
+        return parse_param_space(source)["BLOCK_M"]
+    assert blocks(None) == [16, 32]                                         # nothing known: both
+    assert blocks({"N": 16, "C": 64, "H": 512, "O": 64}) == [16]            # depthwise: one channel per group
