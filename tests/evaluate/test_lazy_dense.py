@@ -128,3 +128,13 @@ def test_a_provisional_trace_is_judged_for_coverage_only_once_it_is_dense(softma
     still = pipeline.score_and_describe(softmax, [edge_only], space, ["h100"], [], seed=0, seconds_so_far=0.0,
                                         densify=lambda todo: (GateResult(name="trace", passed=True), [dense_low]))
     assert not still.passed and "distinct bytes into output 0" in still.reason
+
+
+def test_only_a_dense_trace_runs_the_sharing_check(softmax):
+    # the sharing check only ever takes sharing credit away: a provisional trace skips it (a config it
+    # would have cost looks no slower and, once picked, is traced densely with the check)
+    probe = (REPO_DIR / "tests/adversarial/softmax/probe_shared_anchor.py").read_text()
+    sparse, _ = _raw_trace(softmax, probe, dense=False)
+    dense, _ = _raw_trace(softmax, probe, dense=True)
+    assert all(launch["wave"]["contested"] == [] for launch in sparse["launches"])
+    assert any(launch["wave"]["contested"] for launch in dense["launches"])

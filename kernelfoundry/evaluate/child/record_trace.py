@@ -304,7 +304,11 @@ class TraceSession(Session):
             RECORDER.active = True
             CONTROL.first_trips_only = False
         rows = np.array(self._wave_rows, dtype=np.int64).reshape(-1, 4)
-        return {"programs": count, "anchors": self.blob.put(rows), "contested": self._contested(ctx, rows)}
+        # a provisional trace skips the sharing check: contested anchors only ever cost a config its
+        # sharing credit, so without the check a config looks no slower, and one the model picks is
+        # traced again densely, with the check, before anything about it is reported
+        contested = self._contested(ctx, rows) if self.dense else []
+        return {"programs": count, "anchors": self.blob.put(rows), "contested": contested}
 
     def _contested(self, ctx: LaunchContext, rows: np.ndarray) -> list[int]:
         """Tensors whose anchors claim sharing that the programs' own loads deny.
