@@ -16,7 +16,6 @@ from __future__ import annotations
 import ast
 import functools
 import random
-import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -230,11 +229,9 @@ def run_check(cand: LoadedCandidate, task: Task, run: dict[str, Any], *, seed: i
     RECORDER.take()                                   # arms taken before this run (probes) do not count
     # launch order once, for kernels with work tickets: the schedule the trace gives them (contract/tickets.py)
     in_order = bool(run.get("launch_order")) and has_tickets(cand.path)
-    cpu = time.process_time()
     outputs, session = _call(cand, inputs, params, order_seed=run["order_seed"], timeout=timeout,
                              launch_order=in_order)
-    record: dict[str, Any] = {"cpu_s": round(time.process_time() - cpu, 4),
-                              "inputs_before": before, "inputs_after": [digest(t) for t in inputs],
+    record: dict[str, Any] = {"inputs_before": before, "inputs_after": [digest(t) for t in inputs],
                               "launches": session.launches, "outputs": [],
                               "kernels": [[name, {k: _plain(v) for k, v in flags.items()}]
                                           for name, flags in session.kernels]}

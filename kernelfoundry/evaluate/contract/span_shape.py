@@ -28,12 +28,6 @@ ELEMENT_BUDGET = 1 << 20
 #: ... and programs x blocks along its loop dimensions at most this many (the interpreter's cost).
 TRIP_BUDGET = 128
 DEFAULT_BLOCK = 256
-#: A span run is planned to take about this many seconds of the child's CPU, at the speed the config's
-#: largest check run showed (:func:`element_budget`) ...
-SPAN_SECONDS = 3.0
-#: ... which never lowers the element budget below this (a kernel slow on purpose at the check shapes
-#: cannot shrink its span runs further).
-MIN_ELEMENT_BUDGET = ELEMENT_BUDGET // 8
 #: Dimensions with one program per element get this many programs.
 ROWS = 3
 #: The grid-span shape's grid asks for about this many programs, and runs at most GRID_PROGRAMS_MAX.
@@ -46,21 +40,6 @@ def block_size(config: dict[str, Any]) -> int:
     found = [v for v in config.values() if isinstance(v, int) and not isinstance(v, bool)
              and v >= 16 and v & (v - 1) == 0]
     return min(4096, max(found)) if found else DEFAULT_BLOCK
-
-
-def element_budget(task: Task, checked: list[tuple[dict[str, Any], Any]], config: dict[str, Any]) -> int:
-    """The element budget of *config*'s span runs: what :data:`SPAN_SECONDS` of the child's CPU covers at
-    the speed of the config's largest check run (its ``cpu_s`` over its input elements; the interpreter's
-    cost grows about linearly with the elements), between :data:`MIN_ELEMENT_BUDGET` and
-    :data:`ELEMENT_BUDGET`.  *checked*: (planned run, record) pairs; without a timed run of *config*
-    (runs reused from the trace cache), :data:`ELEMENT_BUDGET`."""
-    timed = [(_elements(task, run["shape"]), float(rec["cpu_s"])) for run, rec in checked
-             if isinstance(rec, dict) and isinstance(rec.get("cpu_s"), (int, float)) and not run.get("span")
-             and run.get("config") == config and rec["cpu_s"] > 0]
-    if not timed:
-        return ELEMENT_BUDGET
-    elements, seconds = max(timed)
-    return int(min(ELEMENT_BUDGET, max(MIN_ELEMENT_BUDGET, SPAN_SECONDS * elements / seconds)))
 
 
 def shape_symbols(task: Task) -> list[str]:
@@ -139,13 +118,11 @@ def _counter(probe: dict[str, Any], grid: list[str], launches: list[dict[str, fl
     return programs
 
 
-def span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any], *,
-               budget: int = ELEMENT_BUDGET) -> dict[str, int] | None:
+def span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dict[str, int] | None:
     """The span shape for *config* given its grid *probe*; None when there is nothing to span (no
     symbolic dimension, or no shape larger than the check shapes).  An unusable probe counts every
     dimension as a loop dimension; a shape that stays over the budgets is still returned (the run's
-    time limit then decides: the verifier fails closed).  *budget*: input elements at most
-    (:func:`element_budget`)."""
+    time limit then decides: the verifier fails closed)."""
     frame = _frame(task, config, probe)
     if frame is None:
         return None
@@ -159,7 +136,7 @@ def span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any], *,
     def over(values: dict[str, int], counted: bool) -> bool:
         blocks = math.prod(max(1.0, values[d] / block) for d in loops) if loops else 1.0
         grid_programs = (programs if counted else tiled)(values)
-        return _elements(task, values) > budget or grid_programs * blocks > TRIP_BUDGET
+        return _elements(task, values) > ELEMENT_BUDGET or grid_programs * blocks > TRIP_BUDGET
 
     # Loop dimensions first, down to two blocks and a tail; then, when the grid is over the budget as the
     # probe counted it (a fixed batch folded into the programs), fewer programs along grid dimensions;
@@ -185,12 +162,10 @@ def _finish(task: Task, env: dict[str, int], symbols: list[str]) -> dict[str, in
     return env
 
 
-def grid_span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any], *,
-                    budget: int = ELEMENT_BUDGET) -> dict[str, int] | None:
+def grid_span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dict[str, int] | None:
     """A shape with many programs: grid dimensions as large as :data:`GRID_PROGRAMS` programs allow
-    (up to their target extent), loop dimensions just past two blocks, input elements at most *budget*.
-    Kernels that change behaviour with the number of rows or tiles (a large-grid code path) run it
-    here, where it is compared."""
+    (up to their target extent), loop dimensions just past two blocks.  Kernels that change behaviour
+    with the number of rows or tiles (a large-grid code path) run it here, where it is compared."""
     symbols = shape_symbols(task)
     launches = launch_tiles(probe, symbols)
     if not symbols or launches is None or not task.target_shapes:
@@ -209,7 +184,7 @@ def grid_span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any], *
         else:
             env[d] = min(env[d], 2 * block + 3)
     loops = [d for d in symbols if d not in grid]
-    while _elements(task, env) > budget and any(env[d] > ROWS for d in loops):
+    while _elements(task, env) > ELEMENT_BUDGET and any(env[d] > ROWS for d in loops):
         d = max((d for d in loops if env[d] > ROWS), key=lambda s: env[s])
         env[d] = max(ROWS, env[d] // 2 + 1)
     # A fixed batch or a halo can multiply the programs far past GRID_PROGRAMS: fewer along the grid

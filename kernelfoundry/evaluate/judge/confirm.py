@@ -45,8 +45,7 @@ def confirm_gate(task: Any, traces: list[ConfigTrace], score: Any, *, probes: An
     picked = picked_configs(score)
     done = {config_key(c) for c in spanned}
     missing = [c for c in picked if config_key(c) not in done]
-    plan = plan_span_runs(task, probes, missing, seed=seed, first_call=first_call, checked=records) \
-        if missing else []
+    plan = plan_span_runs(task, probes, missing, seed=seed, first_call=first_call) if missing else []
     details: dict[str, Any] = {"picked": [config_key(c) or "default" for c in picked],
                                "span_runs": len(plan), "span_shapes": [r["shape"] for r in plan]}
 

@@ -32,8 +32,7 @@ from ...task import Task
 from ...sandbox import BlobReader, ChannelError
 from ...harness.inputs import LONG_PROFILE, WIDE_ONLY, InputFactory, digest, profiles_for
 from ...records import CPU_TIME_LIMIT, INCONCLUSIVE, GateResult
-from ..contract.span_shape import (aligned_shape, block_size, element_budget, grid_span_shape, long_shapes,
-                                   span_shape)
+from ..contract.span_shape import aligned_shape, block_size, grid_span_shape, long_shapes, span_shape
 
 
 class CheckFailure(Exception):
@@ -118,20 +117,16 @@ def plan_runs(task: Task, configs: list[dict[str, Any]], *, seed: int,
 
 
 def plan_span_runs(task: Task, probes: Any, configs: list[dict[str, Any]], *, seed: int, first_call: int,
-                   grid: bool = True, checked: list[tuple[dict[str, Any], Any]] = ()) -> list[dict[str, Any]]:
+                   grid: bool = True) -> list[dict[str, Any]]:
     """For each of *configs* with a grid probe: a run at its span shape (rows spanning several blocks)
-    and, with *grid*, one at its grid-span shape (many programs), where the reference runs; sized by
-    the speed of the config's check runs in *checked* ((planned run, record) pairs: see
-    :func:`span_shape.element_budget`)."""
+    and, with *grid*, one at its grid-span shape (many programs), where the reference runs."""
     by_key = {config_key(p["config"]): p for p in probes if isinstance(p, dict) and isinstance(p.get("config"), dict)} \
         if isinstance(probes, list) else {}
     runs = []
     floats = len(profiles_for(task)) > 1
     for config in configs:
         probe = by_key.get(config_key(config), {})
-        budget = element_budget(task, list(checked), config)
-        shapes = [span_shape(task, config, probe, budget=budget)] + \
-            ([grid_span_shape(task, config, probe, budget=budget)] if grid else [])
+        shapes = [span_shape(task, config, probe)] + ([grid_span_shape(task, config, probe)] if grid else [])
         for env in shapes:
             if env is not None and env not in [r["shape"] for r in runs if r["config"] == config] \
                     and _reference_runs_at(task, env):
