@@ -72,9 +72,8 @@ def _blocks(gen, i: int, transposed: bool, groups: Any, nsp: int) -> dict[str, l
     # a second BLOCK_M no group fills at the problem's own sizes (a depthwise conv: one channel per
     # group) would only mask rows: not offered
     wide = 32 if bm != 32 else 64
-    if _own_cog(gen, i, transposed) * 2 <= wide:
-        return {"BLOCK_M": [bm], "BLOCK_N": [bn, bn // 2], "BLOCK_K": [bk]}
-    return {"BLOCK_M": [bm, wide], "BLOCK_N": [bn, bn // 2], "BLOCK_K": [bk]}
+    ms = [bm] if _own_cog(gen, i, transposed) * 2 <= wide else [bm, wide]
+    return {"BLOCK_M": ms, "BLOCK_N": [bn, bn // 2], "BLOCK_K": [bk]}
 FLOATS = ("float32", "float16", "bfloat16")
 
 

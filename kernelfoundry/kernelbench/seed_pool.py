@@ -198,11 +198,6 @@ def _out_shapes(gen, i: int) -> tuple[list, list] | None:
     return None
 
 
-def _idx_used(gen, i: int) -> bool:
-    return any(gen.g[u]["op"] == "<built-in function getitem>" and gen.g[u]["args"][1] == 1
-               for u in gen.users.get(i, set()) - gen.dead)
-
-
 def _lower(gen, i: int, kind: str, nsp: int, adaptive: bool) -> None:
     node, other = gen.g[i], gen.h[i]
     op = node["op"]
@@ -214,7 +209,7 @@ def _lower(gen, i: int, kind: str, nsp: int, adaptive: bool) -> None:
     if dtype not in FLOATS:
         raise NoSeed(f"{op} on {dtype} has no template in the seed generator")
     x = src["var"]
-    with_idx = kind == "max" and _idx_used(gen, i)
+    with_idx = kind == "max" and gen.indices_used(i)
     divisor = "pad"
     consts: list[str] = []                           # the launch's constexpr keywords
     body = gen.body

@@ -343,15 +343,14 @@ class _Gen:
         parts = [("", kind, self.g[last]["dtype"] or "float32")]
         if base in ("max", "min"):                          # a (values, indices) tuple
             parts = [("", kind, self.g[src_ref["ref"]]["dtype"])]
-            if self._indices_used(i):                       # no kernel for indices nothing reads
+            if self.indices_used(i):                        # no kernel for indices nothing reads
                 parts.append(("_idx", "arg" + base, "int64"))
         if kind == "prod":
             self.helpers.add("mul")
-        # a block past the row at the problem's own shape only masks lanes: offer it only for longer rows
+        # a block past the row at the problem's own shape only masks lanes: 512 only for longer rows
         own = self.at_target(src_ref["ref"], dims) if rank else None
-        n_red = math.prod(own) if own is not None else None
-        wanted = [b for b in (128, 512) if n_red is None or b == 128 or b < 2 * n_red]
-        self.params["BLOCK_R"] = [b for b in (128, 512) if b in wanted or b in self.params.get("BLOCK_R", ())]
+        wide = own is None or 512 < 2 * math.prod(own) or 512 in self.params.get("BLOCK_R", ())
+        self.params["BLOCK_R"] = [128, 512] if wide else [128]
         n_dims = max(rank, 1)
         perm = ", ".join(map(str, kept + dims)) + ("," if n_dims == 1 else "")
         shape_var = f"xs{i}"
@@ -394,8 +393,8 @@ class _Gen:
             self.vals[i] = outs[0]
         self.vals[last] = self.vals[i]
 
-    def _indices_used(self, i: int) -> bool:
-        """Whether anything live reads the indices of a max/min-over-dim tuple *i* (any user but
+    def indices_used(self, i: int) -> bool:
+        """Whether anything live reads the indices of a (values, indices) node *i* (any user but
         ``getitem(i, 0)``)."""
         return any(not (self.g[u]["op"] == "<built-in function getitem>" and self.g[u]["args"][1] == 0)
                    for u in self.users.get(i, set()) - self.dead)
