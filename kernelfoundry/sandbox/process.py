@@ -251,6 +251,16 @@ def _proportional_bytes(pid: int) -> int | None:
     return None
 
 
+def _physical_bytes(pid: int) -> int:
+    """PSS of *pid*; where the kernel gives none, its VmRSS read now (0 once the process is gone).
+
+    A process tearing down its memory on exit shows an empty ``smaps_rollup`` while the VmRSS read
+    a moment earlier still counted every mapping: the fresh read keeps an honest child exiting
+    with a mapped tile from being killed for memory it no longer has."""
+    pss = _proportional_bytes(pid)
+    return pss if pss is not None else _status_numbers(pid)[0]
+
+
 def _sandbox_pids(session: int, uid: int | None) -> list[int]:
     """Every live process in *session* or owned by the sandbox *uid*."""
     pids = []
@@ -550,9 +560,7 @@ def _watch(child: _Child, limits: SandboxLimits, output_fd: int, uid: int | None
                 extra_rss, extra_threads, _ = _status_numbers(pid)
                 rss, threads = rss + extra_rss, threads + extra_threads
         if rss > limits.rss_bytes:                     # RSS over-counts pages mapped many times: PSS decides
-            pss = [_proportional_bytes(pid) for pid in session_pids]
-            if all(b is not None for b in pss):
-                rss = sum(pss)
+            rss = sum(_physical_bytes(pid) for pid in session_pids)
         peak = max(peak, rss)
         if killed_by:
             _kill_all(child.pid, uid)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
+import sys
 import time
 import uuid
 
@@ -458,3 +460,23 @@ def test_isolation_check_can_fail():
     assert any("visible" in p for p in problems)
     if os.geteuid() == 0:
         assert "still root" in problems and any("capabilities" in p for p in problems)
+
+
+def test_a_child_mid_exit_counts_no_memory():
+    """An exiting child has no smaps_rollup: its memory is read afresh (0 once gone), never the
+    VmRSS of a moment earlier, which counted every mapping of a tile (a CI run killed an honest
+    child this way)."""
+    from kernelfoundry.sandbox.process import _physical_bytes, _proportional_bytes
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with open(f"/proc/{child.pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        time.sleep(0.01)
+    try:
+        assert _proportional_bytes(child.pid) is None
+        assert _physical_bytes(child.pid) == 0
+        assert _physical_bytes(os.getpid()) > 0
+    finally:
+        child.wait()
