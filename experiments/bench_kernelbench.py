@@ -9,7 +9,9 @@ correctness gates on that seed at the task's check shapes (the generated seed is
 code, so this runs in-process, ``check_trusted``).  With ``--verify`` every correct seed also
 goes through the whole verifier (sandboxed: check, trace at the target shapes, model, compile,
 confirm), and its wall seconds per stage are reported, with the verdicts that failed and why
-(a failure for the verifier's own memory or time limit is a false rejection).
+(a failure for the verifier's own memory or time limit is a false rejection).  Timed verifies run
+alone: every import finishes first, and one untimed verify starts the fork servers, as a search's
+workers have them running.
 
 Prints one line per problem, then per level: files, imported, seeded, correct (and verified),
 and every failure counted by category.  ``--smoke`` runs one of the project's own example
@@ -91,6 +93,7 @@ def check_one(row: dict, folder: Path, verify: bool) -> None:
     if verify:
         from kernelfoundry.evaluate import default_limits
         from kernelfoundry.evaluate import verify as run_verifier
+        warm_up(task, imported.seed_source, row["file"])
         start = time.perf_counter()
         result = run_verifier(task, imported.seed_source, None, seed=0, limits=default_limits(task))
         row["verify_s"] = round(time.perf_counter() - start, 2)
@@ -99,6 +102,22 @@ def check_one(row: dict, folder: Path, verify: bool) -> None:
         row["objective"] = result.objective
         if not result.passed:
             row["verify_gate"], row["verify_reason"] = result.gate, result.reason[:300]
+
+
+_WARM: list[str] = []
+
+
+def warm_up(task, source: str, name: str) -> None:
+    """Start the verifier's fork servers with one untimed verify (once per bench), as a search's
+    workers have them started: the first timed verify would otherwise pay for their start (the
+    server imports torch and Triton, about 5 s, and a second job waits for it)."""
+    from kernelfoundry.evaluate import default_limits, verify
+    if _WARM:
+        return
+    start = time.perf_counter()
+    verify(task, source, None, seed=0, limits=default_limits(task))
+    _WARM.append(name)
+    print(f"warm-up (fork servers start; {name}, untimed): {time.perf_counter() - start:.1f} s", flush=True)
 
 
 def problem_files(items: list[str]) -> list[Path]:
@@ -162,7 +181,10 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict] = []
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kf-bench-kb-") as tmp, ThreadPoolExecutor(args.jobs) as pool:
-        for row in pool.map(import_one, files):           # imports in flight while the checks run here
+        imported = pool.map(import_one, files)             # imports in flight while the checks run here
+        if args.verify:                                    # ... but never beside a timed verify
+            imported = list(imported)
+        for row in imported:
             if row["seeded"]:
                 check_one(row, Path(tmp), args.verify)
             rows.append(row)

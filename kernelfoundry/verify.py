@@ -25,11 +25,14 @@ EPILOG = """\
 gates, in order (the first failure stops the run):
   hack         static checks of the source (imports, reflection, torch math in launch, caches, ...)
   load         the module imports in the sandbox; PARAMS and launch match the task
-  correctness  every check shape x value profile; fresh NaN-poisoned outputs; bounds; determinism
+  correctness  the default config at every check shape x value profile, the other configs at the
+               smallest; fresh NaN-poisoned outputs; bounds; determinism
   trace        sampled programs at the target shapes in the instrumented interpreter
   model        the performance model scores each hardware and picks the best parameters
   compile      the best configs compiled for each GPU of the run (Triton's compiler, ahead of time, on
                the CPU): registers, spills, shared memory; what does not compile is excluded
+  confirm      the configs the model picked, at the check shapes they have not run at and at shapes
+               near the targets' (rows spanning several blocks, many programs, long rows)
   sandbox      the sandboxed process was killed or crashed at an unknown stage, or returned a malformed report
 
 examples:

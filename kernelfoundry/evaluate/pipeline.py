@@ -371,7 +371,8 @@ def sandbox_failure(outcome: SandboxOutcome) -> GateResult:
                       details={"sandbox": outcome.to_dict()})
 
 
-#: Rounds of dense traces for the picked configs; in the last one every provisional config is traced densely.
+#: Rounds of dense traces for the picked configs; past them the provisional configs are dropped and the
+#: model picks among the dense ones (docs/verifier.md, "Lazy dense traces").
 DENSIFY_ROUNDS = 3
 
 
@@ -384,7 +385,8 @@ def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, l
     """The model gate (the performance model and the plausibility checks), the compile gate (the model's
     best configs compiled for each GPU; what does not compile is excluded and the model picks again),
     then the descriptors.  A provisional trace of a config the model picks is replaced by a dense one
-    (*densify(configs)*: the trace gate and the dense traces) and the model picks again."""
+    (*densify(configs)*: the trace gate and the dense traces) and the model picks again; when the picks
+    still move after :data:`DENSIFY_ROUNDS` rounds, among the dense traces only."""
     start = time.perf_counter()
 
     def done(**kw) -> VerifyResult:
@@ -404,7 +406,7 @@ def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, l
         return fail(f"the performance model is not available ({exc}).")
     trace_gate = next((g for g in gates if g.name == "trace"), None)
     model_s = compile_s = 0.0                      # the model's and the compile gate's seconds over the rounds
-    for round_ in range(1, DENSIFY_ROUNDS + 2):
+    for round_ in range(1, DENSIFY_ROUNDS + 3):
         round_start = time.perf_counter()
         # A provisional trace ran no census, whose correction of edge tiles (and of work the samples missed)
         # only ever scales counts up: its coverage and speed-of-light are judged once it is dense, which
@@ -435,8 +437,13 @@ def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, l
         todo = [c for c in picked_configs(score) if config_key(c) in provisional]
         if densify is None or not todo or (compiled is not None and not compiled.passed):
             break
-        if round_ >= DENSIFY_ROUNDS:               # the picks keep moving: every provisional config, densely
-            todo = list({config_key(t.config): t.config for t in traces if t.provisional}.values())
+        if round_ > DENSIFY_ROUNDS:                # the picks keep moving: the model picks among the dense ones
+            traces = [t for t in traces if not t.provisional]
+            if trace_gate is not None:
+                trace_gate.details["dropped"] = len(provisional)
+            if confirm_with is not None:
+                confirm_with["traces"] = traces
+            continue
         began = time.perf_counter()
         dense_gate, dense = densify(todo)
         if trace_gate is not None:

@@ -138,3 +138,45 @@ def test_only_a_dense_trace_runs_the_sharing_check(softmax):
     dense, _ = _raw_trace(softmax, probe, dense=True)
     assert all(launch["wave"]["contested"] == [] for launch in sparse["launches"])
     assert any(launch["wave"]["contested"] for launch in dense["launches"])
+
+
+def test_picks_that_keep_moving_are_made_among_the_dense_traces(softmax, monkeypatch):
+    """Each dense trace here counts far more work than its provisional one, so every round the model
+    picks another provisional config; past DENSIFY_ROUNDS the provisional ones are dropped and the
+    model picks among the dense ones (never a provisional figure reported, no job tracing them all)."""
+    import copy
+    from kernelfoundry.candidate import parse_param_space
+    from kernelfoundry.records import GateResult
+    source = NAIVE.replace('"BLOCK_N": [256, 512]', '"BLOCK_N": [256, 512, 1024, 2048]')
+    space = parse_param_space(source)
+    configs = [{"BLOCK_N": b} for b in space["BLOCK_N"]]
+    payload = {**inprocess._payload(source, softmax, configs, None, 0), "kind": "trace", "trace_programs": 4,
+               "dense": False}
+    result, blob = inprocess._run(payload)
+    provisional = [build_config_trace(t, blob, dense=False) for t in result["trace"]["traces"]]
+    assert len({config_key(t.config) for t in provisional}) == 4
+    asked = []
+
+    def densify(todo):
+        asked.append([config_key(c) for c in todo])
+        heavy = []
+        for trace in provisional:
+            if config_key(trace.config) in asked[-1]:
+                trace = copy.deepcopy(trace)
+                trace.provisional = False
+                for launch in trace.launches:
+                    launch.elementwise_ops *= 1000.0
+                    launch.transcendental_ops *= 1000.0
+                heavy.append(trace)
+        return GateResult(name="trace", passed=True), heavy
+
+    monkeypatch.setattr(pipeline, "DENSIFY_ROUNDS", 2)
+    gate = GateResult(name="trace", passed=True)
+    out = pipeline.score_and_describe(softmax, list(provisional), space, ["h100"], [gate], seed=0,
+                                      seconds_so_far=0.0, densify=densify)
+    assert out.passed, out.reason
+    assert len(asked) == 2 and all(len(a) == 1 for a in asked)
+    assert gate.details["densified"] == 2 and gate.details["dropped"] == 2
+    assert out.traces and not any(t.provisional for t in out.traces)
+    picked = config_key({"BLOCK_N": out.hardware["h100"].best_params["BLOCK_N"]})
+    assert picked in {a[0] for a in asked}

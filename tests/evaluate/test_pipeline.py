@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelfoundry.candidate import config_key
 from kernelfoundry.errors import HardwareError
 from kernelfoundry.evaluate import pipeline
 from kernelfoundry.sandbox.channel import BlobReader
@@ -226,7 +227,8 @@ def test_seed_end_to_end():
     assert names[:4] == ["hack", "load", "correctness", "trace"], r.reason
     assert all(g.passed for g in r.gates[:4]), r.reason
     assert r.traces and {t.config["BLOCK_M"] for t in r.traces} == {16, 32}
-    assert r.gates[2].details["runs"] > 12 and r.gates[2].details["span_runs"] == 0   # spans run in confirm
+    assert r.gates[2].details["runs"] >= 12 and r.gates[2].details["span_runs"] == 0   # spans run in confirm
+    assert r.gates[2].details["configs"] == len({config_key(t.config) for t in r.traces})
     assert r.param_space["BLOCK_M"] == [16, 32]
     if not HAS_MODEL:
         assert r.gate == "model" and "not available" in r.reason
@@ -279,3 +281,29 @@ def test_the_trace_childs_own_time_limit_is_inconclusive_a_kernel_error_is_not()
                                       "memory: you tried to allocate 8556412928 bytes."}
     gate, _ = judge_trace(refused, outcome, [{"BLOCK_K": 64}], 1)
     assert not gate.passed and gate.details.get("inconclusive") and gate.reason.startswith(INCONCLUSIVE)
+
+
+RELU = load_task(REPO / "experiments" / "tasks" / "relu.yaml")
+RELU_TWO_BLOCKS = (REPO / "experiments" / "tasks" / "kernels" / "relu_naive.py").read_text() \
+    .replace("[256, 512]", "[4096, 256]")
+#: Wrong for BLOCK=256 only where the tensor holds more than 4000 elements: right at the smallest check
+#: shape (5 x 333), wrong at the larger one (64 x 257) and at the targets.
+RELU_WRONG_AT_LARGER = RELU_TWO_BLOCKS.replace(
+    "    tl.store(y_ptr + offs, tl.where(x > 0, x, 0.0), mask=mask)",
+    "    y = tl.where(x > 0, x, 0.0)\n    if BLOCK == 256:\n        if n_elements > 4000:\n            y = x\n"
+    "    tl.store(y_ptr + offs, y, mask=mask)")
+
+
+@pytest.mark.skipif(not HAS_MODEL, reason="the confirm gate needs the model's picks")
+def test_a_picked_config_runs_every_check_shape_before_it_is_reported():
+    """A config past the default runs at the smallest check shape in the check job; once the model picks
+    it, at the larger check shapes too (confirm), so a config wrong only there is never reported."""
+    honest = verify(RELU, RELU_TWO_BLOCKS, ["h100"], compile=False)
+    assert honest.passed and honest.hardware["h100"].best_params["BLOCK"] == 256, honest.reason
+    checks = next(g for g in honest.gates if g.name == "correctness")
+    assert checks.details["configs"] == 2
+    confirm = next(g for g in honest.gates if g.name == "confirm")
+    assert confirm.details["check_runs"] == len(RELU.check_shapes) - 1
+    wrong = verify(RELU, RELU_WRONG_AT_LARGER, ["h100"], compile=False)
+    assert (wrong.passed, wrong.gate) == (False, "confirm")
+    assert "shape {M=64, N=257}, profile 'normal', config BLOCK=256" in wrong.reason

@@ -129,7 +129,8 @@ def test_a_params_only_sibling_runs_only_its_new_configs_checks(relu, tmp_path):
     third = verify(relu, grown, ["h100"], seed=verify_seed(grown), trace_cache=cache, compile=False)
     gate = next(g for g in third.gates if g.name == "correctness")
     assert third.passed and gate.details["cached_runs"] == gate_runs(first)
-    assert gate.details["runs"] == len(relu.check_shapes) and gate.details["configs"] == 1
+    # a config past the default runs at the smallest check shape (the rest only if the model picks it)
+    assert gate.details["runs"] == 1 and gate.details["configs"] == 1
 
 
 def gate_runs(result) -> int:

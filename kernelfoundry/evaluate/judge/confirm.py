@@ -1,11 +1,12 @@
 """The confirm gate: the configs the model picked are checked where it matters before they are reported.
 
-The check job runs every kernel config at the check shapes, but the span shapes
-(rows spanning several blocks, many programs: :mod:`span_shape`) only for the
-default config.  Once the model (and the compile gate) have picked the best config
-per hardware and target shape, every picked kernel config not checked there yet
-runs at its span and grid-span shapes in one more sandboxed check job, judged like
-the others.  Then every launch the trace recorded for a picked config at a target
+The check job runs every kernel config at the smallest check shape, the default
+config at every check shape.  Once the model (and the compile gate) have picked the
+best config per hardware and target shape, every picked kernel config runs at the
+check shapes it has not run at yet and at its span and grid-span shapes (rows
+spanning several blocks, many programs: :mod:`span_shape`) in one more sandboxed
+check job, judged like the others: a config is reported only after every check a
+default config gets, and a config never picked costs one run.  Then every launch the trace recorded for a picked config at a target
 shape must have been executed by some correctness run of that config, down to its
 code-path switches (0/1 constexprs: :func:`correctness.unchecked_paths`).  A path not
 checked yet runs once more at a shape aligned like the target's (each size a multiple of
@@ -20,7 +21,7 @@ import time
 from typing import Any, Callable
 
 from ...candidate import HINT_PARAMS, config_key
-from .correctness import Judge, MalformedReport, plan_aligned_runs, plan_span_runs, unchecked_paths
+from .correctness import Judge, MalformedReport, plan_aligned_runs, plan_picked_runs, plan_span_runs, unchecked_paths
 from ...records import ConfigTrace, GateResult
 
 
@@ -45,9 +46,12 @@ def confirm_gate(task: Any, traces: list[ConfigTrace], score: Any, *, probes: An
     picked = picked_configs(score)
     done = {config_key(c) for c in spanned}
     missing = [c for c in picked if config_key(c) not in done]
-    plan = plan_span_runs(task, probes, missing, seed=seed, first_call=first_call) if missing else []
-    details: dict[str, Any] = {"picked": [config_key(c) or "default" for c in picked],
-                               "span_runs": len(plan), "span_shapes": [r["shape"] for r in plan]}
+    plan = plan_picked_runs(task, picked, [p for p, _ in records], seed=seed, first_call=first_call)
+    check_runs = len(plan)
+    plan += plan_span_runs(task, probes, missing, seed=seed, first_call=first_call + len(plan)) if missing else []
+    details: dict[str, Any] = {"picked": [config_key(c) or "default" for c in picked], "check_runs": check_runs,
+                               "span_runs": len(plan) - check_runs,
+                               "span_shapes": [r["shape"] for r in plan[check_runs:]]}
 
     def fail(reason: str, **extra: Any) -> GateResult:
         return GateResult(name="confirm", passed=False, reason=reason, seconds=time.perf_counter() - start,
@@ -71,7 +75,7 @@ def confirm_gate(task: Any, traces: list[ConfigTrace], score: Any, *, probes: An
         return list(zip(plan, report.get("runs", [])))
 
     if plan:
-        result = checked(plan, "where rows span several blocks")
+        result = checked(plan, "where it had not run yet (larger check shapes, rows spanning several blocks)")
         if isinstance(result, GateResult):
             return result
         records = records + result

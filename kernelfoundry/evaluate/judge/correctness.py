@@ -3,11 +3,11 @@
 The driver plans the runs (:func:`plan_runs`): the default config on every value
 profile at the smallest check shape (the first run repeated for determinism) and on
 "normal", "large" and one more profile drawn by the seed at the larger check shapes,
-every other
-kernel config at every check shape with the "normal" profile; for the configs the model
-picks (:mod:`confirm`), the span and grid-span shapes (:mod:`span_shape`: rows spanning
-several blocks, many programs) on "normal" and the long-row shape on the "offset"
-profile (rows near the target's length, values far from zero).  Every run executes its
+every other kernel config at the smallest check shape with the "normal" profile; for
+the configs the model picks (:mod:`confirm`), the larger check shapes on "normal"
+(:func:`plan_picked_runs`), the span and grid-span shapes (:mod:`span_shape`: rows
+spanning several blocks, many programs) on "normal" and the long-row shape on the
+"offset" profile (rows near the target's length, values far from zero).  Every run executes its
 programs in a seeded shuffled order.  The sandboxed child runs them and reports raw outputs
 (:mod:`run_checks`); the judge here, which never imports candidate code, draws the
 same inputs, runs the task's reference, and checks: output count, shapes, dtypes,
@@ -112,8 +112,19 @@ def plan_runs(task: Task, configs: list[dict[str, Any]], *, seed: int,
             for p in (profiles if i == 0 else larger_shape_profiles(profiles, seed=seed, shape_index=i))]
     runs[0]["repeat"] = True
     runs[0]["launch_order"] = True        # programs in launch order once: the trace's ticket schedule (contract/tickets.py)
-    runs += [{"shape": dict(env), "profile": "normal", "config": dict(c)} for c in configs[1:] for env in shapes]
+    runs += [{"shape": dict(shapes[0]), "profile": "normal", "config": dict(c)} for c in configs[1:]]
     return _number(runs, seed=seed, first_call=1)
+
+
+def plan_picked_runs(task: Task, configs: list[dict[str, Any]], done: list[dict[str, Any]], *, seed: int,
+                     first_call: int) -> list[dict[str, Any]]:
+    """For each of *configs* (the model's picks), a "normal" run at every check shape no run in *done*
+    covered for it: :func:`plan_runs` runs the configs past the default at the smallest check shape
+    only, and a config the model picks runs at the larger ones before it is reported."""
+    seen = {(config_key(r["config"]), config_key(r["shape"])) for r in done}
+    runs = [{"shape": dict(env), "profile": "normal", "config": dict(c)} for c in configs
+            for env in task.check_shapes if (config_key(c), config_key(env)) not in seen]
+    return _number(runs, seed=seed, first_call=first_call)
 
 
 def plan_span_runs(task: Task, probes: Any, configs: list[dict[str, Any]], *, seed: int, first_call: int,
