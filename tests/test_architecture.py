@@ -50,13 +50,6 @@ PUBLIC_MODULES = {"kernelfoundry.compiler.capture": "it imports and runs candida
                                                     "(an importer of the compiler package) must not reach"}
 #: Imports of another package's module left for later, each with why; an entry that no longer holds fails.
 PENDING = {
-    **dict.fromkeys([("kernelfoundry.evaluate.child.entry", "kernelfoundry.sandbox.channel"),
-                     ("kernelfoundry.evaluate.child.record_trace", "kernelfoundry.sandbox.channel"),
-                     ("kernelfoundry.evaluate.child.record_trace", "kernelfoundry.compiler.signature"),
-                     ("kernelfoundry.evaluate.child.run_checks", "kernelfoundry.sandbox.channel"),
-                     ("kernelfoundry.evaluate.trace.counts", "kernelfoundry.sandbox.channel")],
-                    "a tracer source (fidelity.traces.TRACER_SOURCES): switch it with the next change that "
-                    "refreshes the fidelity trace caches"),
     **dict.fromkeys([("kernelfoundry.sandbox.ptxas", "kernelfoundry.compiler.tools"),
                      ("kernelfoundry.sandbox.ptxas", "kernelfoundry.compiler.nvidia"),
                      ("kernelfoundry.task", "kernelfoundry.kernelbench.cli")],

@@ -119,7 +119,7 @@ def _trace(loaded, task, configs, hints, seed, payload, blob) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m kernelfoundry.evaluate.child.entry IN.json OUT.json``; 0 on success, 1 on a verifier error."""
-    from ...sandbox.channel import DATA_FILE
+    from ...sandbox import DATA_FILE
     return job_main(argv, "kernelfoundry.evaluate.child.entry", lambda p, out: run_job(p, out.with_name(DATA_FILE)),
                     {"gates": [], "param_space": None}, "verifier error")
 

@@ -34,7 +34,7 @@ from ...task import Task
 from ...harness.arms import RECORDER
 from ..trace.census import census_pids, kernels_have_loops, run_census
 from .aperiodic import AperiodicInputs
-from ...sandbox.channel import BlobReader, BlobWriter
+from ...sandbox import BlobReader, BlobWriter
 from ...harness.guard import DispatchGuard
 from ...harness.inputs import trace_inputs
 from ...harness.loader import CandidateTimeout, describe_exception, time_limit
@@ -132,7 +132,7 @@ def recording_signatures(guard: DispatchGuard, sink: list[dict[str, Any]]):
     equal to 1, constexprs, launch options) while the launches run as usual."""
     from triton.runtime.interpreter import InterpretedFunction
     from ...compiler.capture import signature_of_launch
-    from ...compiler.signature import SignatureError
+    from ...compiler import SignatureError
     original = InterpretedFunction.run
 
     def run(kernel, *args, grid, warmup, **kwargs):

@@ -25,7 +25,7 @@ import torch
 
 from ...task import Task
 from ...harness.arms import RECORDER
-from ...sandbox.channel import BlobWriter
+from ...sandbox import BlobWriter
 from ...harness.guard import DispatchGuard
 from ...harness.inputs import InputFactory, digest
 from ...harness.tiled import placed

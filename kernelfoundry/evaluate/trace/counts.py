@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .census import Census, CensusError, judge_census
-from ...sandbox.channel import BlobReader, ChannelError
+from ...sandbox import BlobReader, ChannelError
 from ...records import ConfigTrace, LaunchTrace, TensorTraffic
 from .sample_spread import GROUPS, sample_groups, upper_margin
 from .sector_runs import new_per_row, valid_rows
