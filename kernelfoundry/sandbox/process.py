@@ -117,6 +117,7 @@ def sandbox_env() -> dict[str, str]:
 # another, so concurrent callers in one process (threads) run in parallel.
 MAX_SERVERS_PER_MODULE = 4
 _SERVERS: dict[str, list[ForkServer]] = {}
+_STARTING: dict[str, int] = {}          # servers being started, per pool (they count towards its size)
 _SERVER_FAILURES: dict[str, str] = {}
 _SERVERS_LOCK = threading.Lock()
 
@@ -139,13 +140,19 @@ def _start_fork_server(preload: tuple[str, ...], env: dict[str, str]) -> ForkSer
     global _LAUNCHER
     if threading.current_thread() is threading.main_thread():
         return ForkServer(preload, env)
-    if _LAUNCHER is None:
-        _LAUNCHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kf-fork-server-launcher")
-    return _LAUNCHER.submit(ForkServer, preload, env).result()
+    with _SERVERS_LOCK:
+        if _LAUNCHER is None:           # its threads never exit (a pool's idle threads wait for work)
+            _LAUNCHER = ThreadPoolExecutor(max_workers=2 * MAX_SERVERS_PER_MODULE,
+                                           thread_name_prefix="kf-fork-server-launcher")
+        launcher = _LAUNCHER
+    return launcher.submit(ForkServer, preload, env).result()
 
 
 def _acquire_fork_server(module: str, env: dict[str, str] | None = None) -> ForkServer | None:
-    """An idle live server for *module* (its env: *env* over sandbox_env()) with its lock held, or None."""
+    """An idle live server for *module* (its env: *env* over sandbox_env()) with its lock held, or None.
+
+    A new server starts outside the pool's lock (its imports take seconds): a verify's check and
+    trace jobs, the first of a process, start their two servers side by side, not one after the other."""
     key = _pool_key(module, env)
     with _SERVERS_LOCK:
         pool = _SERVERS.setdefault(key, [])
@@ -157,16 +164,26 @@ def _acquire_fork_server(module: str, env: dict[str, str] | None = None) -> Fork
             pool.remove(server)
             server.close()
             server.lock.release()
-        if key in _SERVER_FAILURES or len(pool) >= MAX_SERVERS_PER_MODULE:
+        if key in _SERVER_FAILURES or len(pool) + _STARTING.get(key, 0) >= MAX_SERVERS_PER_MODULE:
             return None
-        try:
-            server = _start_fork_server((module,), {**sandbox_env(), **(env or {})})
-        except (ForkServerError, OSError, ValueError) as exc:
+        _STARTING[key] = _STARTING.get(key, 0) + 1
+    try:
+        server = _start_fork_server((module,), {**sandbox_env(), **(env or {})})
+    except (ForkServerError, OSError, ValueError) as exc:
+        with _SERVERS_LOCK:
             _SERVER_FAILURES[key] = str(exc)
-            return None
-        server.lock.acquire()
-        pool.append(server)
-        return server
+        return None
+    finally:
+        with _SERVERS_LOCK:
+            _STARTING[key] = max(0, _STARTING.get(key, 0) - 1)
+    server.lock.acquire()
+    with _SERVERS_LOCK:
+        if _SERVERS.get(key) is pool:
+            pool.append(server)
+            return server
+    server.close()                            # the pools were shut down while it started
+    server.lock.release()
+    return None
 
 
 def _discard_fork_server(key: str, server: ForkServer) -> None:

@@ -480,3 +480,52 @@ def test_a_child_mid_exit_counts_no_memory():
         assert _physical_bytes(os.getpid()) > 0
     finally:
         child.wait()
+
+
+def test_two_servers_start_side_by_side(monkeypatch):
+    """A new server starts outside the pool's lock: a verify's check and trace jobs, the first of a
+    process, start their servers together (each imports torch and Triton: seconds), not in turn."""
+    import threading
+    from kernelfoundry.sandbox import process as sandbox
+
+    class Started:
+        def __init__(self):
+            self.lock = threading.Lock()
+            self.closed = False
+
+        def alive(self):
+            return not self.closed
+
+        def close(self):
+            self.closed = True
+
+    both_starting = threading.Barrier(2, timeout=20)
+
+    def start(preload, env):
+        both_starting.wait()          # returns only once the other caller is starting one too
+        return Started()
+
+    monkeypatch.setattr(sandbox, "_start_fork_server", start)
+    module = f"kf_side_by_side_{uuid.uuid4().hex[:8]}"
+    got, errors = [], []
+
+    def acquire():
+        try:
+            got.append(sandbox._acquire_fork_server(module))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=acquire) for _ in range(2)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert not errors, errors
+        assert len(got) == 2 and all(isinstance(s, Started) for s in got) and got[0] is not got[1]
+        assert all(s.lock.locked() for s in got)
+        assert sandbox._STARTING.get(module, 0) == 0
+    finally:
+        with sandbox._SERVERS_LOCK:
+            for server in sandbox._SERVERS.pop(module, []):
+                server.close()
