@@ -21,6 +21,7 @@ problems with ``--verify`` (a test runs it).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import statistics
@@ -106,22 +107,21 @@ def check_one(row: dict, folder: Path, verify: bool) -> None:
 
 #: The warm-up verify: one of the project's own tasks, so no timed problem finds its own caches warm.
 WARM_UP_TASK = REPO / "experiments" / "tasks" / "relu.yaml"
-_WARM: list[float] = []
 
 
-def warm_up() -> None:
+@functools.cache
+def warm_up() -> float:
     """Start the verifier's fork servers with one untimed verify (once per bench), as a search's
     workers have them started: the first timed verify would otherwise pay for their start (the
-    server imports torch and Triton, about 5 s, and a second job waits for it)."""
+    server imports torch and Triton, about 5 s, and a second job waits for it).  Its seconds."""
     from kernelfoundry.evaluate import default_limits, verify
     from kernelfoundry.task import load_task
-    if _WARM:
-        return
     start = time.perf_counter()
     task = load_task(WARM_UP_TASK)
     verify(task, task.seed_sources()[0][1], None, seed=0, limits=default_limits(task))
-    _WARM.append(time.perf_counter() - start)
-    print(f"warm-up (fork servers start; {WARM_UP_TASK.name}'s seed, untimed): {_WARM[0]:.1f} s", flush=True)
+    seconds = time.perf_counter() - start
+    print(f"warm-up (fork servers start; {WARM_UP_TASK.name}'s seed, untimed): {seconds:.1f} s", flush=True)
+    return seconds
 
 
 def problem_files(items: list[str]) -> list[Path]:

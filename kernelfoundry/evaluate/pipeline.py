@@ -214,7 +214,7 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
             _keep_traces(trace_cache, context, todo, dense_traces)
         return dense_gate, dense_traces
 
-    confirm = {"task": task, "traces": traces, "probes": probes, "spanned": [], "records": records,
+    confirm = {"task": task, "traces": traces, "probes": probes, "records": records,
                "first_call": len(plan) + 1, "run_checks": run_checks}
     return score_and_describe(task, traces, space, hardware, gates, seed=seed,
                               seconds_so_far=time.perf_counter() - start,

@@ -36,19 +36,17 @@ def picked_configs(score: Any) -> list[dict[str, Any]]:
     return list(out.values())
 
 
-def confirm_gate(task: Any, traces: list[ConfigTrace], score: Any, *, probes: Any, spanned: list[dict[str, Any]],
+def confirm_gate(task: Any, traces: list[ConfigTrace], score: Any, *, probes: Any,
                  records: list[tuple[dict[str, Any], Any]], seed: int, first_call: int,
                  run_checks: Callable[[list[dict[str, Any]]], tuple[Any, Any]]) -> GateResult:
-    """Check the picked configs not spanned yet, then that every traced path of a picked config was
+    """Check the picked configs where they have not run yet, then that every traced path of a picked config was
     checked; a path that was not is run once more at shapes aligned like the targets' before the
     gate fails.  *run_checks(plan)* runs a sandboxed check job and returns (outcome, check report)."""
     start = time.perf_counter()
     picked = picked_configs(score)
-    done = {config_key(c) for c in spanned}
-    missing = [c for c in picked if config_key(c) not in done]
     plan = plan_picked_runs(task, picked, [p for p, _ in records], seed=seed, first_call=first_call)
     check_runs = len(plan)
-    plan += plan_span_runs(task, probes, missing, seed=seed, first_call=first_call + len(plan)) if missing else []
+    plan += plan_span_runs(task, probes, picked, seed=seed, first_call=first_call + len(plan))
     details: dict[str, Any] = {"picked": [config_key(c) or "default" for c in picked], "check_runs": check_runs,
                                "span_runs": len(plan) - check_runs,
                                "span_shapes": [r["shape"] for r in plan[check_runs:]]}
