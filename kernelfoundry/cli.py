@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fidelity": ("kernelfoundry.fidelity.__main__", "the performance model against published timings"),
     "calibrate": ("kernelfoundry.calibrate", "refit a hardware file's figures to measured timings"),
     "memory": ("kernelfoundry.memory.__main__", "the experience memory shared by runs"),
-    "task": ("kernelfoundry.task", "show or import a task (e.g. a KernelBench problem as task.yaml)"),
+    "task": ("kernelfoundry.kernelbench.cli", "import a KernelBench problem file as a task file, for review"),
     "contract": ("kernelfoundry.kernelbench.contract", "KernelBench's own check of a ModelNew solution"),
 }
 

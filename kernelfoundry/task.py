@@ -325,9 +325,13 @@ def _parse_shapes(raw: Any, symbols: set[str], fail) -> tuple[list[dict], list[d
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m kernelfoundry.task import PROBLEM.py [--out TASK.yaml]`` (docs/kernelbench.md)."""
-    from .kernelbench.cli import task_main
-    return task_main(argv)
+    """``python -m kernelfoundry.task``: the task-file command moved to the command layer (it imports
+    problem files, which the task layer must not reach); say where, run nothing."""
+    import sys
+    print("The task command is now `kernelfoundry task import PROBLEM.py [--out TASK.yaml]` "
+          "(or `python -m kernelfoundry.kernelbench import PROBLEM.py ...`); see docs/kernelbench.md.",
+          file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

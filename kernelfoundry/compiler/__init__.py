@@ -10,19 +10,22 @@ Public API (see docs/compiler.md):
   of this package) must not reach (docs/architecture.md);
 * :class:`CompileCache` (``cache``); :class:`CompiledResources` (``resources``);
 * :func:`write_asm` (``asm``): PTX/SASS or AMDGCN of one config into a directory;
-* :func:`resolve_target` (``targets``): hardware name -> Triton target, or why there is none.
+* :func:`resolve_target` (``targets``): hardware name -> Triton target, or why there is none;
+* :data:`PTXAS_BROKER` (``ptxas_broker``): the sandbox broker that assembles PTX for a device job under
+  seccomp (``run_sandboxed(broker=PTXAS_BROKER)``).
 """
 
 from .asm import write_asm
 from .cache import CompileCache, default_cache_dir, read_artifact
 from .gate import compile_candidate
+from .ptxas_broker import PTXAS_BROKER
 from .report import CompileReport, ConfigCompile, HardwareCompile, KernelCompile
 from .resources import CompiledResources
 from .signature import ArgSpec, LaunchSignature, SignatureError, parse_signature
 from .targets import NO_BACKEND, CompileTarget, parse_target, resolve_target
 
 
-__all__ = ["ArgSpec", "CompileCache", "CompileReport", "CompileTarget", "CompiledResources", "ConfigCompile",
+__all__ = ["PTXAS_BROKER", "ArgSpec", "CompileCache", "CompileReport", "CompileTarget", "CompiledResources", "ConfigCompile",
            "HardwareCompile", "KernelCompile", "LaunchSignature", "NO_BACKEND", "SignatureError",
            "compile_candidate", "default_cache_dir", "parse_signature", "parse_target", "read_artifact",
            "resolve_target", "write_asm"]

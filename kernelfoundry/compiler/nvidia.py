@@ -126,7 +126,7 @@ def ptxas_argv(ptxas: str, gpu_name: str, *, fmad: bool = True, debug: str = "li
     ``{dir}/kernel.ptx`` and writing ``{dir}/kernel.cubin`` (placeholders for :func:`run_tool`).
 
     *debug*: a key of :data:`PTXAS_DEBUG`; *opt_level*: None (ptxas's default) or ``--opt-level N``.
-    Used by the driver's own build and by the sandbox's ptxas broker (:mod:`..sandbox.ptxas`).
+    Used by the driver's own build and by the sandbox's ptxas broker (:mod:`.ptxas_broker`).
     """
     opt = [] if opt_level is None else ["--opt-level", str(int(opt_level))]
     return [ptxas, *PTXAS_DEBUG[debug], *([] if fmad else ["--fmad=false"]), "-v", *opt, "--regAllocOptLevel=2",

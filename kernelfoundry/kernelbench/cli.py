@@ -1,4 +1,5 @@
-"""``python -m kernelfoundry.task import PROBLEM.py [--out task.yaml]``: review what an import makes."""
+"""``kernelfoundry task import PROBLEM.py [--out task.yaml]`` (also ``python -m kernelfoundry.kernelbench import ...``):
+review what an import makes."""
 
 from __future__ import annotations
 
@@ -35,9 +36,10 @@ def _number(name: str) -> int:
     return int(head) if head.isdigit() else 1 << 30
 
 
-def task_main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:
+    """The ``task`` command: ``import PROBLEM.py`` writes the task file a problem file makes."""
     p = argparse.ArgumentParser(
-        prog="python -m kernelfoundry.task",
+        prog="kernelfoundry task",
         description="Task-file tools. `import PROBLEM.py` turns a KernelBench-style problem file (class Model, "
                     "get_inputs(), get_init_inputs()) into the equivalent task file, as evolve, verify and bench "
                     "do on the fly; see docs/kernelbench.md.")

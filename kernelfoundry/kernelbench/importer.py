@@ -137,7 +137,7 @@ def write_task(imported: Imported, out: Path, *, seed_kernel: Path | None = None
     """Write *imported* as ``out`` (a task YAML) with its seed beside it; return *out*."""
     out.parent.mkdir(parents=True, exist_ok=True)
     task = dict(imported.task)
-    header = [f"# Imported from a KernelBench-style problem by `python -m kernelfoundry.task import`.",
+    header = [f"# Imported from a KernelBench-style problem by `kernelfoundry task import`.",
               "# The reference is the problem's own Model.forward; parameters and buffers are inputs."]
     if seed_kernel is not None:
         task["seeds"] = [os.path.relpath(seed_kernel.resolve(), out.parent.resolve())]

@@ -57,6 +57,7 @@ class DeviceMeasurer:
         """The ``measured`` record (``passed`` False with a ``reason`` when the device refutes the kernel)."""
         from ..evaluate import MalformedReport, load_reference
         from ..harness.inputs import InputFactory
+        from ..compiler import PTXAS_BROKER
         from ..sandbox import DATA_FILE, BlobReader, SandboxLimits, run_sandboxed
         from .judge import judge_outputs
         task = task_from_dict(task, check_files=False) if isinstance(task, dict) else task
@@ -87,7 +88,8 @@ class DeviceMeasurer:
         limits = SandboxLimits(wall_s=self.wall_s, address_space_bytes=(16 if self.fake else 1 << 16) << 30,
                                rss_bytes=8 << 30, max_threads=128)
         outcome = run_sandboxed(CHILD_MODULE, payload, limits, env=env, extra_files=(DATA_FILE,),
-                                gpu=not self.fake)       # GPU nodes in its root, ptxas through a broker
+                                gpu=not self.fake,       # GPU nodes in its root, ptxas through a broker
+                                broker=None if self.fake else PTXAS_BROKER)
         result = outcome.result or {}
         record["seconds"] = round(time.perf_counter() - start, 3)
         if not outcome.ok or result.get("error") or not result.get("gates"):

@@ -4,8 +4,10 @@ A job is a module run in a child process with wall-clock, memory and address-spa
 its own session, network and mount namespaces, a minimal read-only root, a throwaway uid and
 a seccomp filter (:mod:`.process` starts and watches it, :mod:`.boot` confines it, :mod:`.fs`
 and :mod:`.seccomp` are the confinement, :mod:`.forkserver` keeps warm interpreters to fork
-from, :mod:`.devices` and :mod:`.ptxas` open the GPU to measure jobs, :mod:`.channel` carries
-bulk arrays back). Users of the sandbox (``evaluate``, ``compiler``, ``measure``,
+from, :mod:`.devices` opens the GPU to measure jobs, :mod:`.broker` runs a caller's pre-seccomp broker
+(the compiler's ptxas one), :mod:`.channel` carries
+bulk arrays back). A broker's module uses :func:`fork_broker`, :func:`send_frame`, :func:`recv_frame` and
+:class:`BrokerGone`. Users of the sandbox (``evaluate``, ``compiler``, ``measure``,
 ``kernelbench``) import these names, not the modules.  The channel's names (``DATA_FILE``, :class:`BlobReader`,
 :class:`BlobWriter`, :class:`ChannelError`) are imported on first use (numpy), not with the package.
 """
@@ -13,6 +15,7 @@ bulk arrays back). Users of the sandbox (``evaluate``, ``compiler``, ``measure``
 from typing import TYPE_CHECKING
 
 from .. import public_names
+from .broker import BrokerGone, fork_broker, recv_frame, send_frame
 from .process import (GiB, MiB, SandboxIsolationError, SandboxLimits, SandboxOutcome, fork_server_pids,
                       run_sandboxed, shutdown_fork_servers, with_limits)
 
@@ -21,8 +24,8 @@ if TYPE_CHECKING:       # for type checkers, and for grimp's graph: the package 
 
 _EXPORTS = dict.fromkeys(("DATA_FILE", "BlobReader", "BlobWriter", "ChannelError"), "channel")
 
-__all__ = ["BlobReader", "BlobWriter", "ChannelError", "DATA_FILE", "GiB", "MiB", "SandboxIsolationError",
+__all__ = ["BlobReader", "BlobWriter", "BrokerGone", "ChannelError", "DATA_FILE", "GiB", "MiB", "SandboxIsolationError",
            "SandboxLimits", "SandboxOutcome", "fork_server_pids", "run_sandboxed", "shutdown_fork_servers",
-           "with_limits"]
+           "with_limits", "fork_broker", "recv_frame", "send_frame"]
 
 __getattr__, __dir__ = public_names(__name__, _EXPORTS, globals())

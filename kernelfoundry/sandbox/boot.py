@@ -7,9 +7,9 @@ fork server).  In order: working directory and environment, resource limits,
 root (:mod:`.fs`) and a drop to a throwaway uid with no capabilities,
 then the seccomp filter, then ``runpy`` of the job module with
 ``sys.argv = [module, *argv]``.  A spec with ``gpu`` (the device job only) also gets
-the host's GPU pieces in its root, Triton's driver built and a ptxas broker started
-before the filter, and Triton's cubin step routed to the broker after it
-(:mod:`.devices`, :mod:`.ptxas`).
+the host's GPU pieces in its root and Triton's driver built before the filter (:mod:`.devices`);
+one with ``broker`` gets that broker started before the filter and its client installed after
+(:mod:`.broker`: the device job's ptxas broker).
 What was applied is written to ``isolation.json`` in the working directory.
 """
 
@@ -112,17 +112,17 @@ def enter_sandbox(spec: dict) -> list[str]:
                                         extra=gpu.get("device_paths", ()))
         notes += drop_privileges(int(spec["uid"]))
     _die_with_parent(spec.get("parent_pid"), notes)
-    broker = None
-    if gpu:
+    if gpu.get("prepare_driver"):
         from .devices import prepare_triton_driver
-        from .ptxas import start_broker
-        if gpu.get("prepare_driver"):
-            notes.append(prepare_triton_driver())
-        broker = start_broker(notes) if gpu.get("ptxas_broker") else None
+        notes.append(prepare_triton_driver())
+    plugin = broker = None
+    if spec.get("broker"):                       # a pre-seccomp broker the driver named (.broker)
+        from .broker import load_broker
+        plugin = load_broker(spec["broker"])
+        broker = plugin.start_broker(notes)
     notes.append(install_filter())
     if broker is not None:
-        from .ptxas import install_client
-        notes.append(install_client(broker))
+        notes.append(plugin.install_client(broker))
     problems = isolation_problems(spec) if spec.get("strict") else []
     with open("isolation.json", "w") as f:
         json.dump(notes + [f"ISOLATION FAILED: {p}" for p in problems], f)

@@ -10,8 +10,9 @@ Used only when ``run_sandboxed(..., gpu=True)`` (the device job).  The trusted d
   ``/proc`` (so ``/proc/driver/nvidia``) is bound whole already;
 * before its seccomp filter, builds Triton's driver module (``cuda_utils``: a C file Triton compiles
   with the system's C compiler on first use, an exec) with :func:`prepare_triton_driver`, so the job
-  finds it in its Triton cache;
-* starts the ptxas broker (:mod:`.ptxas`).
+  finds it in its Triton cache.
+
+The ptxas broker that Triton's cubin step needs there is the caller's (``broker=``, :mod:`.broker`).
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def gpu_spec(host: str = "/", ldconfig_text: str | None = None) -> dict:
     cuda = [d for d in libcuda_dirs(text) if os.path.exists(os.path.join(host, d.lstrip("/"), "libcuda.so.1"))]
     nvidia = bool(cuda) and any(p.startswith("/dev/nvidia") for p in paths)
     env = {"TRITON_LIBCUDA_PATH": cuda[0]} if nvidia else {}     # else Triton runs `ldconfig -p` to find it
-    return {"ptxas_broker": True, "device_paths": paths, "env": env, "prepare_driver": nvidia}
+    return {"device_paths": paths, "env": env, "prepare_driver": nvidia}
 
 
 def prepare_triton_driver() -> str:

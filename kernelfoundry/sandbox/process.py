@@ -15,8 +15,8 @@ in a fresh child (forked from a pre-warmed fork server, or spawned) that:
   session on any limit.
 
 ``gpu=True`` (the device job only) adds the host's GPU device nodes and driver pieces
-to the minimal root and a ptxas broker outside the filter (:mod:`.devices`,
-:mod:`.ptxas`).
+to the minimal root (:mod:`.devices`); ``broker=MODULE`` a pre-seccomp broker, such as the
+device job's ptxas one (:mod:`.broker`).
 
 Design choices and measurements are in ``docs/verifier.md``.
 """
@@ -416,7 +416,7 @@ def _exit_reason(status: int, limits: SandboxLimits, has_result: bool) -> tuple[
 def run_sandboxed(module: str, payload: dict[str, Any], limits: SandboxLimits | None = None, *,
                   mode: str | None = None, extra_files: tuple[str, ...] = (),
                   env: dict[str, str] | None = None, cancel: threading.Event | None = None,
-                  gpu: bool = False) -> SandboxOutcome:
+                  gpu: bool = False, broker: str | None = None) -> SandboxOutcome:
     """Run ``python -m module IN.json OUT.json`` confined; never raises for child misbehaviour.
 
     *payload* is written to IN.json; OUT.json, if the child wrote valid JSON
@@ -425,14 +425,14 @@ def run_sandboxed(module: str, payload: dict[str, Any], limits: SandboxLimits | 
     "spawn" or None (default from :func:`default_mode`); "fork" falls back to
     "spawn" if no server starts.  *env* overrides entries of :func:`sandbox_env`
     (fork servers are pooled per module and env).  Setting *cancel* (from another thread)
-    kills the child at the next poll (``killed_by="cancelled"``).  *gpu*: see the module docstring.  Raises
+    kills the child at the next poll (``killed_by="cancelled"``).  *gpu*, *broker*: see the module docstring.  Raises
     :class:`SandboxIsolationError` when the child could not be confined (no job ran).
     """
     limits = limits or SandboxLimits()
     mode = mode or default_mode()
     server = _acquire_fork_server(module, env) if mode == "fork" else None
     try:
-        outcome = _run(module, payload, limits, server, mode, extra_files, env, cancel, gpu)
+        outcome = _run(module, payload, limits, server, mode, extra_files, env, cancel, gpu, broker)
     except BaseException:
         if server is not None:            # interrupted mid-job: its protocol state is unknown, drop it
             _discard_fork_server(_pool_key(module, env), server)
@@ -448,7 +448,8 @@ def run_sandboxed(module: str, payload: dict[str, Any], limits: SandboxLimits | 
 
 def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: ForkServer | None,
          mode: str, extra_files: tuple[str, ...] = (), env: dict[str, str] | None = None,
-         cancel: threading.Event | None = None, gpu: bool = False) -> SandboxOutcome:
+         cancel: threading.Event | None = None, gpu: bool = False,
+         broker: str | None = None) -> SandboxOutcome:
     isolation = []
     if server is None and mode == "fork":
         why = _SERVER_FAILURES.get(_pool_key(module, env), f"all {MAX_SERVERS_PER_MODULE} servers busy")
@@ -483,6 +484,10 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
             from .devices import gpu_spec
             spec["gpu"] = gpu_spec()
             spec["env"].update(spec["gpu"].pop("env"))
+        if broker:
+            from .broker import load_broker
+            load_broker(broker)                   # a bad name fails here, in the driver, not in the child
+            spec["broker"] = broker
         output_path = os.path.join(base, "output.log")
         output_fd = os.open(output_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:

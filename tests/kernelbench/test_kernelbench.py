@@ -111,7 +111,8 @@ def test_problems_that_cannot_be_imported_say_why(cache, tmp_path, body, reason)
 
 
 def test_task_import_writes_a_reviewable_task_file(cache, tmp_path, capsys):
-    from kernelfoundry.task import load_task, main
+    from kernelfoundry.kernelbench.cli import main
+    from kernelfoundry.task import load_task
     out = tmp_path / "softmax.yaml"
     assert main(["import", str(FILES["2_Softmax_Rows"]), "--out", str(out)]) == 0
     task = load_task(out)
@@ -119,6 +120,12 @@ def test_task_import_writes_a_reviewable_task_file(cache, tmp_path, capsys):
     assert "def reference(x)" in task.reference and "generated" in capsys.readouterr().out
     assert main(["import", str(tmp_path / "missing.py")]) == 2
     assert "missing.py does not exist" in capsys.readouterr().err
+
+
+def test_the_old_task_command_says_where_it_went(capsys):
+    from kernelfoundry.task import main
+    assert main(["import", "x.py"]) == 2
+    assert "kernelfoundry task import" in capsys.readouterr().err
 
 
 def test_a_directory_of_problems_is_a_suite_and_seed_kernel_needs_a_problem(tmp_path, capsys):

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from kernelfoundry.sandbox import ptxas as broker
+from kernelfoundry.compiler import ptxas_broker as broker
 from kernelfoundry.sandbox.process import SandboxLimits, run_sandboxed
 
 # A job module run inside the sandbox: tries execve, then compiles a kernel for sm_90 (payload["do"]).
@@ -26,7 +26,7 @@ def add_one(x_ptr, n, BLOCK: tl.constexpr):
 
 
 def raw(client, header, body):
-    from kernelfoundry.sandbox.ptxas import recv_frame, send_frame
+    from kernelfoundry.sandbox.broker import recv_frame, send_frame
     if isinstance(header, bytes):
         import struct
         client.sock.sendall(struct.pack("!II", len(header), len(body)) + header + body)
@@ -44,7 +44,7 @@ def main():
         os.execv("/bin/true", ["true"])
     except OSError as exc:
         res["exec"] = f"refused: errno {exc.errno}"
-    from kernelfoundry.sandbox import ptxas as sandbox_ptxas
+    from kernelfoundry.compiler import ptxas_broker as sandbox_ptxas
     res["client"] = sandbox_ptxas.CLIENT is not None
     if p["do"] == "compile":
         from triton.backends.compiler import GPUTarget
@@ -99,8 +99,9 @@ def probe(job_module):
     return job_module(PROBE, "kf_ptxas_probe")
 
 
-def _run(probe, do, gpu, mode="fork"):
-    out = run_sandboxed(probe, {"do": do}, LIMITS, mode=mode, env={"TRITON_INTERPRET": "0"}, gpu=gpu)
+def _run(probe, do, gpu, mode="fork", with_broker=True):
+    out = run_sandboxed(probe, {"do": do}, LIMITS, mode=mode, env={"TRITON_INTERPRET": "0"}, gpu=gpu,
+                        broker=broker.PTXAS_BROKER if gpu and with_broker else None)
     assert out.ok, out
     assert "seccomp" in out.isolation, out.isolation
     return out
@@ -184,11 +185,18 @@ def test_gpu_paths_are_bound_read_only_with_device_files_usable(probe, monkeypat
     answers ENOSPC (not EROFS) to a write; the /sys part is there, read-only."""
     import errno
     from kernelfoundry.sandbox import devices as sandbox_devices
-    monkeypatch.setattr(sandbox_devices, "gpu_spec", lambda: {"ptxas_broker": False, "prepare_driver": False,
+    monkeypatch.setattr(sandbox_devices, "gpu_spec", lambda: {"prepare_driver": False,
                                                               "device_paths": ["/dev/full", "/sys/devices"],
                                                               "env": {}})
-    out = _run(probe, "devices", gpu=True, mode="spawn")
+    out = _run(probe, "devices", gpu=True, mode="spawn", with_broker=False)
     res = out.result
     assert res["full_is_char_device"] and res["full_write_errno"] == errno.ENOSPC
     assert res["sys_listed"] and not res["sys_writable"] and res["zero_visible"]
     assert "gpu paths: /dev/full /sys/devices" in out.isolation
+
+
+def test_a_broker_must_be_a_module_of_the_package_with_both_hooks(probe):
+    """The spec names a broker by module; anything else fails in the driver, before a child starts."""
+    for bad in ("os", "kernelfoundry.sandbox.fs; rm -rf /", "kernelfoundry.records"):
+        with pytest.raises(ValueError, match="broker"):
+            run_sandboxed(probe, {"do": "devices"}, LIMITS, mode="spawn", broker=bad)

@@ -2,7 +2,8 @@
 
 Triton's NVIDIA backend turns PTX into a cubin by running ``ptxas`` (``make_cubin``) and asks
 ``ptxas --version`` for its cache key (``get_ptxas_version``).  A sandboxed child cannot exec, so when
-its spec asks for it (``spec["gpu"]["ptxas_broker"]``, the device job only) :mod:`.boot` calls
+its spec names this module as its broker (``run_sandboxed(broker=PTXAS_BROKER)``, the device job only),
+the sandbox's boot (:mod:`kernelfoundry.sandbox.broker`) calls
 
 * :func:`start_broker` after the rlimits and the uid drop, before the filter: it forks a broker that
   answers on a socket pair and warms Triton's tool look-ups (each runs ``--version`` once) so the
@@ -19,86 +20,34 @@ capability; no argument comes from the child.  ptxas runs through
 session (the watchdog counts and kills it).  Anything else gets ``{"ok": false, "error": ...}`` and nothing
 runs.  The broker exits when the child closes its end, and is SIGKILLed when the child dies.
 
-Frames, both ways: 8 bytes (header length, body length; big-endian u32), a JSON header, the body
-(PTX in a request, the cubin in a reply ``{"ok", "error", "log", "returncode"}``).
+Frames (:mod:`kernelfoundry.sandbox.broker`): the PTX in a request's body, the cubin in a reply's, whose
+header is ``{"ok", "error", "log", "returncode"}``.
 """
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import inspect
 import json
-import os
 import resource
-import signal
 import socket
-import struct
 import threading
 from typing import Any, Callable
+
+from ..sandbox import BrokerGone, fork_broker, recv_frame, send_frame
 
 MAX_HEADER_BYTES = 4096
 MAX_PTX_BYTES = 32 << 20
 MAX_CUBIN_BYTES = 256 << 20
 MAX_LOG_CHARS = 64 << 10
 TIMEOUT_S = 60.0
-_FRAME = struct.Struct("!II")
 _FIELDS = {"op", "capability", "fmad", "debug", "opt_level"}
 _DEBUG = ("lineinfo", "none", "full")
 
+#: The name a job's spec gives this broker by.
+PTXAS_BROKER = __name__
+
 Runner = Callable[[list[str], dict[str, bytes], tuple[str, ...]], Any]
-
-
-class BrokerGone(ConnectionError):
-    """The broker's end is closed (it died or was never started)."""
-
-
-# ---------------------------------------------------------------- frames
-def send_frame(sock: socket.socket, header: dict[str, Any], body: bytes = b"") -> None:
-    raw = json.dumps(header).encode()
-    sock.sendall(_FRAME.pack(len(raw), len(body)) + raw)
-    if body:
-        sock.sendall(body)
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
-    chunks, left = [], n
-    while left:
-        chunk = sock.recv(min(left, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
-def _drain(sock: socket.socket, n: int) -> bool:
-    while n:
-        chunk = sock.recv(min(n, 1 << 20))
-        if not chunk:
-            return False
-        n -= len(chunk)
-    return True
-
-
-def recv_frame(sock: socket.socket, max_header: int, max_body: int) -> tuple[bytes | None, bytes | None] | None:
-    """``(header, body)``; a part over its limit is read and dropped (None); None at end of stream."""
-    sizes = _recv_exact(sock, _FRAME.size)
-    if sizes is None:
-        return None
-    header_len, body_len = _FRAME.unpack(sizes)
-    parts = []
-    for n, limit in ((header_len, max_header), (body_len, max_body)):
-        if n > limit:
-            if not _drain(sock, n):
-                return None
-            parts.append(None)
-        else:
-            data = _recv_exact(sock, n)
-            if data is None:
-                return None
-            parts.append(data)
-    return parts[0], parts[1]
 
 
 # ---------------------------------------------------------------- the broker
@@ -139,7 +88,7 @@ def parse_request(header: bytes | None, body: bytes | None) -> tuple[dict[str, A
 def _tool_limits():
     """The broker's :class:`ToolLimits`, within the sandbox's hard limits (an unprivileged process
     cannot raise them)."""
-    from ..compiler.tools import ToolLimits
+    from .tools import ToolLimits
 
     def cap(value: int, which: int, slack: int = 0) -> int:
         hard = resource.getrlimit(which)[1]
@@ -152,7 +101,7 @@ def _tool_limits():
 
 
 def _run_confined(argv: list[str], inputs: dict[str, bytes], outputs: tuple[str, ...]):
-    from ..compiler.tools import run_tool
+    from .tools import run_tool
     return run_tool(argv, inputs, outputs, limits=_tool_limits(), new_session=False)
 
 
@@ -163,7 +112,7 @@ def _trim(text: str) -> str:
 def handle(req: dict[str, Any], ptx: bytes | None, runner: Runner) -> tuple[dict[str, Any], bytes]:
     """Answer one parsed request by running Triton's ptxas through *runner*; returns (reply, cubin)."""
     from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability
-    from ..compiler.nvidia import ptxas_argv
+    from .nvidia import ptxas_argv
     ptxas = get_ptxas(req["capability"]).path
     if req["op"] == "version":
         run = runner([ptxas, "--version"], {}, ())
@@ -201,25 +150,11 @@ def start_broker(notes: list[str]) -> socket.socket | None:
             if tool is None:
                 raise FileNotFoundError("Triton finds no ptxas")
         import triton.backends.nvidia.compiler  # noqa: F401 - imported before the fork, used by both sides
-        from ..compiler import nvidia  # noqa: F401
+        from . import nvidia  # noqa: F401
     except Exception as exc:  # noqa: BLE001 - no NVIDIA backend: the job runs without a broker
         notes.append(f"no ptxas broker ({type(exc).__name__}: {exc})"[:300])
         return None
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:                                         # the broker: never returns
-        code = 0
-        try:
-            ours.close()
-            ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)      # PR_SET_PDEATHSIG
-            if os.getppid() == parent:
-                serve(theirs)
-        except BaseException:  # noqa: BLE001
-            code = 1
-        finally:
-            os._exit(code)
-    theirs.close()
+    ours, pid = fork_broker(serve)
     notes.append(f"ptxas broker (pid {pid})")
     return ours
 
