@@ -10,7 +10,7 @@ Outside this package, use these names, not its modules (tests/test_architecture.
   :func:`output_scale`, :func:`output_tensor`, :func:`load_reference`, :class:`MalformedReport`;
 * the archive's behaviour descriptors (``judge.descriptors``): ``DESCRIPTOR_NAMES``, ``DESCRIPTOR_RANGES``,
   ``DESCRIPTOR_BINS``, ``BIN_LABELS``;
-* :func:`write_best_asm` (``judge.compile_gate``); :func:`dotted` (``judge.anticheat``: how the hack gate
+* :func:`write_best_asm` (``judge.compile_gate``); :func:`dotted` (``judge.anticheat_base``: how the hack gate
   reads a dotted name, for the red team's transformations).
 
 Each name is imported from its module on first use: the sandboxed child imports ``evaluate.child``, and
@@ -26,7 +26,7 @@ from .. import public_names
 
 if TYPE_CHECKING:       # for type checkers, and for grimp's graph: the package depends on these modules
     from .inprocess import check_trusted
-    from .judge.anticheat import dotted
+    from .judge.anticheat_base import dotted
     from .judge.compile_gate import write_best_asm
     from .judge.correctness import MalformedReport, compare, load_reference, output_scale, output_tensor
     from .judge.descriptors import BIN_LABELS, DESCRIPTOR_BINS, DESCRIPTOR_NAMES, DESCRIPTOR_RANGES
@@ -43,7 +43,7 @@ _EXPORTS = {
     "output_scale": "judge.correctness", "output_tensor": "judge.correctness",
     "BIN_LABELS": "judge.descriptors", "DESCRIPTOR_BINS": "judge.descriptors",
     "DESCRIPTOR_NAMES": "judge.descriptors", "DESCRIPTOR_RANGES": "judge.descriptors",
-    "write_best_asm": "judge.compile_gate", "dotted": "judge.anticheat",
+    "write_best_asm": "judge.compile_gate", "dotted": "judge.anticheat_base",
 }
 
 __all__ = ["BIN_LABELS", "DESCRIPTOR_BINS", "DESCRIPTOR_NAMES", "DESCRIPTOR_RANGES", "MalformedReport",

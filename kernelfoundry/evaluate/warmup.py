@@ -4,7 +4,9 @@ A freshly forked child pays, on its first launch, for everything torch and Trito
 import or build lazily (torch's dispatch modes pull in ``torch._dynamo`` and sympy,
 the interpreter builds its per-function state): about a second per job here, more
 than the job's own work on a small kernel.  The fork server runs :func:`warm_up`
-once, after its imports, so that every forked child starts with that work done.
+once, after its imports, so that every forked child starts with that work done
+(through :func:`.child.entry.warm_up`, which hands it the child's job runner: the
+child side imports this module, not the other way round).
 
 The kernel below is ours (trusted) and exercises what candidates use most: a
 ``range`` loop, ``tl.dot``, reductions, ``exp``, masks, ``torch.empty`` under the
@@ -19,6 +21,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any, Callable
 
 from ..harness.payload import REFERENCE_STUB
 
@@ -68,10 +71,10 @@ WARM_UP_TASK = {
 }
 
 
-def warm_up() -> str | None:
-    """Run the warm-up kernel's check and trace jobs in this process; None, or what went wrong."""
+def warm_up(run_job: Callable[[dict[str, Any], Path], dict[str, Any]]) -> str | None:
+    """Run the warm-up kernel's check and trace jobs in this process with *run_job* (the child's
+    :func:`.child.entry.run_job`); None, or what went wrong."""
     from ..task import task_from_dict
-    from .child.entry import run_job
     from .judge.correctness import plan_runs
 
     try:

@@ -24,7 +24,8 @@ TRACER_SOURCES = ("evaluate/child/record_trace.py", "evaluate/child/trace_hooks.
                   "evaluate/child/loop_hooks.py", "evaluate/trace/loop_plan.py", "records.py", "evaluate/child/entry.py", "harness/inputs.py",
                   "harness/tiled.py", "evaluate/child/interpreter_gaps.py", "evaluate/child/libdevice.py",
                   "evaluate/child/aperiodic.py", "evaluate/child/ticket_desk.py",
-                  "evaluate/child/interpreter_speed.py")
+                  "evaluate/child/interpreter_speed.py", "evaluate/child/loop_limit.py",
+                  "evaluate/child/active_session.py")
 
 
 def trace_key(task_path: Path, kernel_path: Path) -> str:

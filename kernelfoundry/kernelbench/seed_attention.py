@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from .noseed import NoSeed
+from .seed_body import _Body, _base
 
 BLOCKS = {"BLOCK_Q": [64, 32], "BLOCK_KV": [32, 64]}
 
@@ -114,7 +115,6 @@ def _args(node: dict, names: list[str]) -> dict[str, Any]:
 
 
 def lower_sdpa(gen, i: int) -> None:
-    from .seedgen import _Body, _base          # seedgen imports this module (through lowerings)
     node, other = gen.g[i], gen.h[i]
     op = node["op"]
     names, n_out = SCHEMAS[_base(op)]

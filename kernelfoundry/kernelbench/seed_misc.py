@@ -18,6 +18,7 @@ from typing import Any
 
 from .templates import _split, pointwise_head
 from .noseed import NoSeed
+from .seed_body import _Body
 
 
 def remap_kernel(name: str, rank: int, flips: tuple[int, ...], gather_dim: int | None) -> str:
@@ -121,7 +122,6 @@ def lower_gather(gen, i: int) -> None:
 
 
 def lower_cat(gen, i: int) -> None:
-    from .seedgen import _Body
     node, other = gen.g[i], gen.h[i]
     pieces, dim = node["args"][0], (node["args"][1] if len(node["args"]) > 1 else node.get("kwargs", {}).get("dim", 0))
     rank = len(node["shape"])

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..task import Task
-from .prompts import clip, hardware_summary, task_context
+from .prompt_context import clip, hardware_summary, task_context
 
 #: How much of long texts a draft prompt carries.
 MAX_EXAMPLE_CHARS = 8000

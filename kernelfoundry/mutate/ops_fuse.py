@@ -35,6 +35,7 @@ from .ast_module import (Skip, all_names, arg_names, fresh_name, is_call_to, is_
                          statement_lists, stored_names, template_expr, write_params)
 from .ast_signature import add_runtime_param, call_binding, launch_calls_in_launch, pass_keyword
 from .ops_base import Edit, OpContext, Operator
+from .ops_fuse_buffers import _ALLOCATORS, _add_terms, _allocation, _dims, pointer_offset
 from .ops_fuse_views import flat_reads, place_producer
 
 #: Calls that make a kernel more than elementwise.
@@ -44,7 +45,6 @@ _NOT_ELEMENTWISE = ("sum", "max", "min", "reduce", "cumsum", "cumprod", "argmax"
                     "debug_barrier")
 #: Calls that only the flat offset's definition may make.
 _INDEXING = ("program_id", "num_programs", "arange")
-_ALLOCATORS = ("empty", "zeros")
 _TL_DTYPES = {"float32": "float32", "float": "float32", "float16": "float16", "half": "float16",
               "bfloat16": "bfloat16", "float64": "float64"}
 
@@ -54,25 +54,6 @@ def _call_args(call: ast.Call, names: tuple[str, ...]) -> dict[str, ast.expr]:
     out = dict(zip(names, call.args))
     out.update({k.arg: k.value for k in call.keywords if k.arg})
     return out
-
-
-def _add_terms(expr: ast.expr) -> list[ast.expr]:
-    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
-        return _add_terms(expr.left) + _add_terms(expr.right)
-    return [expr]
-
-
-def pointer_offset(address: ast.expr, pointer: str) -> ast.expr | None:
-    """The offset in ``pointer + offset`` (any order of the summands), or None."""
-    terms = _add_terms(address)
-    bases = [t for t in terms if isinstance(t, ast.Name) and t.id == pointer]
-    if len(bases) != 1 or len(terms) < 2 or any(pointer in loaded_names(t) for t in terms if t is not bases[0]):
-        return None
-    rest = [t for t in terms if t is not bases[0]]
-    offset = rest[0]
-    for t in rest[1:]:
-        offset = ast.BinOp(left=offset, op=ast.Add(), right=t)
-    return offset
 
 
 def _tile_terms(offset: ast.expr) -> tuple[ast.expr, ast.expr | None, ast.expr, ast.expr | None]:
@@ -149,32 +130,11 @@ class _Retile(ast.NodeTransformer):
         return node
 
 
-def _allocation(launch: ast.FunctionDef, name: str) -> tuple[ast.stmt, ast.Call]:
-    """The single ``name = torch.empty/zeros(shape, ...)`` statement at the top of ``launch``."""
-    found = [s for s in launch.body if isinstance(s, ast.Assign) and len(s.targets) == 1
-             and isinstance(s.targets[0], ast.Name) and s.targets[0].id == name]
-    stores = sum(1 for n in ast.walk(launch) if isinstance(n, ast.Name) and n.id == name
-                 and not isinstance(n.ctx, ast.Load))
-    if len(found) != 1 or stores != 1 or not is_call_to(found[0].value, *_ALLOCATORS) \
-            or not found[0].value.args:
-        raise Skip(f"{name} is not allocated once in launch() with torch.empty/zeros(shape)")
-    return found[0], found[0].value
-
-
 def _shape(call: ast.Call) -> list[ast.expr]:
     shape = call.args[0]
     if isinstance(shape, (ast.Tuple, ast.List)) and len(shape.elts) == 2:
         return list(shape.elts)
     raise Skip("intermediate is not allocated with a literal 2-D shape")
-
-
-def _dims(call: ast.Call) -> list[ast.expr]:
-    """The literal shape (any rank >= 2) of an allocation."""
-    shape = call.args[0]
-    if isinstance(shape, (ast.Tuple, ast.List)) and len(shape.elts) >= 2 \
-            and not any(isinstance(e, ast.Starred) for e in shape.elts):
-        return list(shape.elts)
-    raise Skip("intermediate is not allocated with a literal shape of rank 2 or more")
 
 
 def _product(dims: list[ast.expr]) -> ast.expr:

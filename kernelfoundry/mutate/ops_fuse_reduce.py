@@ -36,8 +36,8 @@ from .ast_module import (Skip, _Substitute, all_names, arg_names, fresh_name, is
                          stored_names, template, template_expr)
 from .ast_signature import add_runtime_param, grid_dims, grid_site, launch_calls_in_launch, pass_keyword
 from .ops_base import Edit, OpContext, Operator
-from .ops_fuse import (_NOT_ELEMENTWISE, _Rename, _add_terms, _call_args, fuse_pairs, host_is, pointer_offset,
-                       shared_intermediate, stored_value)
+from .ops_fuse import _NOT_ELEMENTWISE, _Rename, _call_args, fuse_pairs, host_is, shared_intermediate, stored_value
+from .ops_fuse_buffers import _add_terms, pointer_offset
 
 #: Calls the elementwise code may not make besides reductions: it must not index or touch memory.
 _NOT_PURE = _NOT_ELEMENTWISE + ("load", "store", "program_id", "num_programs", "arange")

@@ -22,6 +22,7 @@ import ast
 
 from .ast_module import Skip, is_call_to, jit_functions, launch_function, loaded_names, same, stored_names
 from .ast_signature import call_binding
+from .ops_fuse_buffers import _add_terms, _allocation, _dims, pointer_offset
 
 #: Calls a broadcast helper may make for it to be a view that keeps a same-shape tensor as it is.
 _VIEW_CALLS = {"unsqueeze", "expand", "dim", "len", "range"}
@@ -57,7 +58,6 @@ def _host(binding: dict[str, ast.expr], expr: ast.expr) -> str | None:
 def flat_reads(tree: ast.Module, p_call: ast.Call, consumer: str, e_call: ast.Call) -> None:
     """In place: E's strided reads of a same-shape buffer that P's launch also gets become flat
     reads at E's store offset (see the module docstring); nothing changes when there are none."""
-    from .ops_fuse import _add_terms, _allocation, _dims, pointer_offset
     e_fn = jit_functions(tree)[consumer]
     launch = launch_function(tree)
     e_bind = call_binding(e_call, e_fn)

@@ -296,8 +296,9 @@ def test_the_kernel_globals_are_private():
 def test_fork_server_warm_up_runs_clean():
     """The fork servers' warm-up (a trusted kernel through a check and a trace job) must succeed, or
     every sandboxed job silently starts cold again."""
+    from kernelfoundry.evaluate.child.entry import run_job
     from kernelfoundry.evaluate.warmup import warm_up
-    assert warm_up() is None
+    assert warm_up(run_job) is None
 
 
 def test_interpreter_objects_in_a_module_are_not_a_clash():

@@ -136,7 +136,7 @@ def warm_up() -> str | None:
     if os.environ.get("TRITON_INTERPRET") != "1":
         return None
     from ..warmup import warm_up as run_warm_up
-    return run_warm_up()
+    return run_warm_up(run_job)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 from ...harness.guard import DispatchGuard
 
 from ..contract.language import LIBDEVICE_INTERPRETED
+from . import active_session
 
 
 def _t(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[..., np.ndarray]:
@@ -116,7 +117,6 @@ _calling: list[str] = []               # the libdevice function being dispatched
 def _extern_elementwise(self, lib_name, lib_path, symbol, arg_list, ret_type, is_pure):
     """``InterpreterBuilder.create_extern_elementwise``: the function :data:`_calling` names, in numpy."""
     from triton.runtime import interpreter as interp
-    from . import trace_hooks
     name = _calling[-1] if _calling else symbol
     kind, fn = IMPLEMENTATIONS[name]
     arrays = [a.data if isinstance(a, interp.TensorHandle) else np.asarray(a) for a in arg_list]
@@ -124,7 +124,7 @@ def _extern_elementwise(self, lib_name, lib_path, symbol, arg_list, ret_type, is
         data = np.asarray(fn(*(np.asarray(a, dtype=np.float64) for a in arrays)))
     dtype = ret_type.scalar if hasattr(ret_type, "scalar") else ret_type
     data = np.broadcast_to(data, np.broadcast_shapes(*(np.shape(a) for a in arrays))).astype(interp._get_np_dtype(dtype))
-    session = trace_hooks._current
+    session = active_session.current
     if session is not None and session.count_ops:
         session.on_ops(kind, int(data.size), 1)
     return interp.TensorHandle(data, dtype)

@@ -46,17 +46,12 @@ from typing import Any
 from ...harness.arms import ARM_HELPER, _kf_arm, instrument_kernel
 from ..contract.language import KERNEL_BUILTINS
 from .interpreter_gaps import LoopIndex
+from .loop_limit import WHILE_TRIP_LIMIT, LoopLimit
 from .ticket_desk import (TICKET_END_HELPER, TICKET_HELPER, TICKET_LOOP_HELPER, TicketRun, _kf_ticket,
                       _kf_ticket_end, _kf_ticket_loop, instrument_tickets)
 from ..trace.loop_plan import BUDGET_LOOPS, DENSE_TRIPS, DENSE_TRIPS_OTHERS, dense_plan, trip_plan
 
-#: A single ``while`` loop execution may run at most this many trips.
-WHILE_TRIP_LIMIT = 100_000
 FOR_HELPER, WHILE_BEGIN, WHILE_TEST, WHILE_END = "_kf_for", "_kf_while_begin", "_kf_while_test", "_kf_while_end"
-
-
-class LoopLimit(BaseException):
-    """A ``while`` loop ran past :data:`WHILE_TRIP_LIMIT` trips (BaseException: passes the interpreter)."""
 
 
 @dataclass

@@ -43,7 +43,8 @@ from ...harness.tiled import release_all
 from ..trace.counts import SECTOR_BYTES, count_program, same_counts, sample_programs
 from .trace_hooks import PRECISION_RANK, LaunchContext, RuleViolation, Session, active, dtype_name
 from ..trace.loop_plan import DENSE_TRIPS, DENSE_TRIPS_OTHERS
-from .loop_hooks import CONTROL, LoopLimit
+from .loop_hooks import CONTROL
+from .loop_limit import LoopLimit
 
 #: The wave pass covers the first this-many programs in launch order.
 WAVE_PROGRAMS = 256

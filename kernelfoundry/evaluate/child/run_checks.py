@@ -32,7 +32,8 @@ from ...harness.tiled import placed
 from ...harness.loader import CandidateTimeout, LoadedCandidate, describe_exception, time_limit
 from ..contract.tickets import ticket_calls
 from .trace_hooks import LaunchContext, Session, active
-from .loop_hooks import CONTROL, LoopLimit
+from .loop_hooks import CONTROL
+from .loop_limit import LoopLimit
 
 
 class CheckSession(Session):

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..contract.tickets import TICKET_HELPER, ticket_calls
+from .loop_limit import WHILE_TRIP_LIMIT, LoopLimit
 
 TICKET_LOOP_HELPER, TICKET_END_HELPER = "_kf_ticket_loop", "_kf_ticket_end"
 
@@ -66,7 +67,6 @@ class TicketDesk:
         ticket that ends it is kept for :meth:`ended`.  An *elementwise* condition (arithmetic and
         comparisons only) is evaluated on a block of the coming tickets at once; one with ``and``,
         ``or`` or ``not`` (which ask a block for one truth value) one ticket at a time."""
-        from .loop_hooks import WHILE_TRIP_LIMIT, LoopLimit
         address = _address(ptr)
         k0, first_value = self.drawn.get(address, 0), int(np.asarray(first.handle.data).reshape(-1)[0])
         dtype = np.asarray(first.handle.data).dtype

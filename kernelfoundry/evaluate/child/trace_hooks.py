@@ -33,6 +33,7 @@ import torch
 import triton.language as tl
 from triton.runtime import interpreter as interp
 from triton.tools.tensor_descriptor import TensorDescriptor
+from . import active_session
 from .ticket_desk import DESK
 
 _TORCH_DTYPE_NAMES = {
@@ -307,7 +308,6 @@ class Session:
         """An op of *kind* (elementwise/transcendental/reduction) over a block of *elems* elements."""
 
 
-_current: Session | None = None
 _ORIG_CALL = interp.GridExecutor.__call__
 _ORIG_PATCH_LANG = interp._patch_lang
 _ORIG_REDUCE_APPLY = interp.ReduceOps.apply
@@ -366,7 +366,7 @@ def _check_arguments(session: Session, executor: Any, call_args: dict[str, Any])
 
 def _instrumented_call(executor: Any, *args_dev: Any, **kwargs: Any) -> None:
     """``GridExecutor.__call__`` with checks, and the grid loop handed to the active session."""
-    session = _current
+    session = active_session.current
     if session is None:
         return _ORIG_CALL(executor, *args_dev, **kwargs)
     if executor.pre_run_hooks:
@@ -551,7 +551,7 @@ def _carry_tags(inputs: tuple, results: Any, session: Session) -> Any:
 
 
 def _reduce_apply(self, input):
-    session = _current
+    session = active_session.current
     if session is not None and session.count_ops and isinstance(input, tuple):   # apply() re-enters with a tuple
         session.on_ops("reduction", int(input[0].handle.data.size), 1)
     result = _ORIG_REDUCE_APPLY(self, input)
@@ -561,7 +561,7 @@ def _reduce_apply(self, input):
 
 
 def _scan_apply(self, input):
-    session = _current
+    session = active_session.current
     if session is not None and session.count_ops and isinstance(input, tuple):   # apply() re-enters with a tuple
         session.on_ops("reduction", int(input[0].handle.data.size), 1)
     result = _ORIG_SCAN_APPLY(self, input)
@@ -573,8 +573,7 @@ def _scan_apply(self, input):
 @contextmanager
 def active(session: Session) -> Iterator[Session]:
     """Route every kernel launch and interpreter event to *session* for the block's duration."""
-    global _current
-    if _current is not None:
+    if active_session.current is not None:
         raise RuntimeError("an instrumentation session is already active")
     from .loop_hooks import install
     install()
@@ -591,11 +590,11 @@ def active(session: Session) -> Iterator[Session]:
     interp._patch_lang = _memo_patch_lang
     interp.ReduceOps.apply = _reduce_apply
     interp.ScanOps.apply = _scan_apply
-    _current = session
+    active_session.current = session
     try:
         yield session
     finally:
-        _current = None
+        active_session.current = None
         builder.options = options
         interp.GridExecutor.__call__ = _ORIG_CALL
         interp._patch_lang = _ORIG_PATCH_LANG

@@ -7,7 +7,8 @@ module or allowed builtins (a name the module never binds could reach whatever
 the runtime puts into its globals), module members and value attributes from
 explicit lists, decorators and launch options from lists.  Everything else is
 refused with the line and a reason written for the LLM.  :mod:`anticheat_host` adds
-the host rule that ``launch`` and its helpers never compute with tensors.
+the host rule that ``launch`` and its helpers never compute with tensors; both report a
+:class:`Violation` (:mod:`anticheat_base`, with :func:`dotted`).
 The language is documented in ``docs/candidate_format.md``; the threat model in
 ``docs/verifier.md``.
 """
@@ -17,7 +18,6 @@ from __future__ import annotations
 import ast
 import builtins
 import time
-from dataclasses import dataclass
 
 from ...ast_safe import parse as safe_parse
 from ...candidate import HINT_PARAMS, ParamSpaceError, parse_param_space
@@ -27,6 +27,9 @@ from ..contract.language import (ALLOWED_MODULES, DECORATOR_BUILTINS, HEURISTICS
                           RESERVED_NAMES, RESERVED_PREFIX, TENSOR_METADATA_ATTRS, TENSOR_METADATA_METHODS, TENSOR_VIEW_ATTRS,
                           TENSOR_VIEW_METHODS)
 from .anticheat_atomics import spin_waits, used_atomic_results
+from .anticheat_base import Violation, dotted
+from .anticheat_host import HostChecker
+from .anticheat_text import text_violations
 from ...records import GateResult
 
 _PYTHON_BUILTINS = frozenset(dir(builtins))
@@ -58,30 +61,6 @@ _NODE_WHY = {
     ast.Import: "imports belong at module level", ast.ImportFrom: "imports belong at module level",
     ast.Delete: "`del` is not allowed",
 }
-
-
-@dataclass(frozen=True)
-class Violation:
-    """One broken rule: where, which rule, and why (for the LLM)."""
-
-    line: int
-    rule: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"line {self.line}: {self.message}"
-
-
-def dotted(node: ast.AST) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def member_allowed(module: str, member: str) -> bool:
@@ -624,8 +603,6 @@ def _param_names(source: str) -> set[str]:
 
 def find_violations(source: str) -> list[Violation]:
     """All rule violations in *source* (which must parse; raises SyntaxError otherwise)."""
-    from .anticheat_host import HostChecker
-    from .anticheat_text import text_violations
     if len(source.encode("utf-8", "replace")) > MAX_SOURCE_BYTES:
         return [Violation(0, "size", f"the source is over {MAX_SOURCE_BYTES // 1024} KB; kernels are far smaller.")]
     tree = safe_parse(source)

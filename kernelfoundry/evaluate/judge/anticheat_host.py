@@ -13,8 +13,9 @@ argument is refused, with the line and a reason for the LLM.
 from __future__ import annotations
 
 import ast
+from typing import Protocol
 
-from .anticheat import ModuleChecker, Violation, dotted
+from .anticheat_base import Violation, dotted
 from ..contract.language import (TENSOR_METADATA_ATTRS, TENSOR_METADATA_METHODS, TENSOR_SAFE_BUILTINS,
                           TENSOR_VIEW_ATTRS, TENSOR_VIEW_METHODS, TENSOR_WRAPPERS, TORCH_ALLOCATORS)
 
@@ -22,10 +23,19 @@ _NO_COMPUTE = ("launch may only allocate, read shapes/strides, make views and la
                "compute everything inside a @triton.jit kernel")
 
 
+class ModuleFacts(Protocol):
+    """What the host rules read of the module's checker (:class:`.anticheat.ModuleChecker`, run first)."""
+
+    functions: dict[str, ast.FunctionDef]     # module-level function name -> its definition
+    jit_names: set[str]                       # the names of the @triton.jit kernels
+    members: dict[str, str]                   # local name -> "module.member" (from-imports)
+    modules: dict[str, str]                   # local name -> module path it is bound to
+
+
 class HostChecker:
     """Type-infers tensors in host functions and reports torch computation."""
 
-    def __init__(self, module: ModuleChecker, param_names: set[str]):
+    def __init__(self, module: ModuleFacts, param_names: set[str]):
         self.module = module
         self.host = {n: f for n, f in module.functions.items() if n not in module.jit_names}
         self.tensor_params: dict[str, set[str]] = {n: set() for n in self.host}
