@@ -17,7 +17,6 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from .candidate import verify_seed
 from .errors import UserError
 from .records import VerifyResult
 
@@ -164,7 +163,7 @@ def write_asm_files(result: VerifyResult, directory: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .evaluate import default_limits, verify
+    from .evaluate import Verifier, VerifyOptions
     from .kernelbench import load_task_or_problem
     if not args.timeout > 0:
         raise UserError(f"--timeout must be a positive number of seconds; got {args.timeout}.")
@@ -177,21 +176,21 @@ def run(args: argparse.Namespace) -> int:
         hardware = [h.strip() for h in args.hardware.split(",") if h.strip()]
         if not hardware:
             raise UserError("--hardware is empty; give names such as h100,ascend910b2.")
-    seed = verify_seed(source) if args.seed is None else args.seed
     if args.asm and args.no_compile:
         raise UserError("--asm needs the compile gate; drop --no-compile.")
-    from .measure import resolve_device
+    from .measure import MeasureStep, resolve_device
     device = resolve_device(args.device, top_k=args.device_top_k)     # exit 2 for --device cuda without a GPU
-    result = verify(task, source, hardware, seed=seed, limits=default_limits(task, args.timeout),
-                    max_kernel_configs=args.max_kernel_configs, compile=not args.no_compile)
+    options = VerifyOptions(max_kernel_configs=args.max_kernel_configs, compile=not args.no_compile,
+                            timeout_s=args.timeout)
+    verifier = Verifier(task, hardware, options)
+    if device is not None:
+        from .measure import DeviceMeasurer
+        verifier.device = MeasureStep(DeviceMeasurer(device), task, verifier.hardware[0])
+    result, verdict = verifier.verify(source, seed=args.seed)
     if args.asm:
         write_asm_files(result, args.asm)
     notes = error_notes(task, list(result.hardware)) if result.hardware else {}
-    record = None
-    if device is not None and result.passed:
-        from .measure import DeviceMeasurer
-        record = DeviceMeasurer(device).measure(task, source, result, hardware[0] if hardware else task.hardware[0],
-                                                seed)
+    record = verdict.get("measured")
     if args.json:
         out = to_json(result, task_name=task.name, kernel=args.kernel, with_traces=args.traces, notes=notes)
         if record is not None:

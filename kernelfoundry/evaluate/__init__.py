@@ -2,6 +2,8 @@
 
 Outside this package, use these names, not its modules (tests/test_architecture.py checks it):
 
+* :class:`Verifier` and :class:`VerifyOptions` (``verifier``): one task's verifier with its typed options,
+  caches and device step, what the ``verify`` command and the search's workers call;
 * :func:`verify` and :func:`default_limits` (``pipeline``): every gate in order, a :class:`VerifyResult`;
   :func:`check_trusted` (``inprocess``): the check job in this process, for trusted kernels only;
 * :class:`VerdictCache`, :func:`context_key`, :class:`TraceCache`, :data:`TRACE_CACHE_FILE`: verdicts and
@@ -34,8 +36,10 @@ if TYPE_CHECKING:       # for type checkers, and for grimp's graph: the package 
     from .trace.cache import FILE_NAME as TRACE_CACHE_FILE
     from .trace.cache import TraceCache
     from .verdict_cache import VerdictCache, context_key
+    from .verifier import Verifier, VerifyOptions
 
 _EXPORTS = {
+    "Verifier": "verifier", "VerifyOptions": "verifier",
     "verify": "pipeline", "default_limits": "pipeline", "check_trusted": "inprocess",
     "VerdictCache": "verdict_cache", "context_key": "verdict_cache",
     "TraceCache": "trace.cache", "TRACE_CACHE_FILE": "trace.cache:FILE_NAME",
@@ -47,7 +51,7 @@ _EXPORTS = {
 }
 
 __all__ = ["BIN_LABELS", "DESCRIPTOR_BINS", "DESCRIPTOR_NAMES", "DESCRIPTOR_RANGES", "MalformedReport",
-           "TRACE_CACHE_FILE", "TraceCache", "VerdictCache", "check_trusted", "compare", "context_key",
+           "TRACE_CACHE_FILE", "TraceCache", "VerdictCache", "Verifier", "VerifyOptions", "check_trusted", "compare", "context_key",
            "default_limits", "dotted", "load_reference", "output_scale", "output_tensor", "verify",
            "write_best_asm"]
 

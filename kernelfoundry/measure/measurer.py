@@ -166,6 +166,28 @@ class DeviceMeasurer:
         return out
 
 
+class MeasureStep:
+    """The verifier's device step (:class:`kernelfoundry.evaluate.Verifier`): measure what the model passed
+    on *hardware*'s device, with a :class:`DeviceMeasurer` or a Ray actor of one (its ``measure.remote``)."""
+
+    def __init__(self, measurer: Any, task: Task | dict, hardware: str):
+        self.measurer, self.task, self.hardware = measurer, task, hardware
+
+    def confirm(self, verdict: dict[str, Any], result: VerifyResult, source: str, seed: int) -> dict[str, Any]:
+        """*verdict* with the device's ``measured`` record (a failed ``device`` gate when it refutes it)."""
+        args = (self.task, source, result, self.hardware, seed)
+        try:
+            remote = getattr(getattr(self.measurer, "measure", None), "remote", None)
+            if remote is not None:
+                import ray
+                record = ray.get(remote(*args))
+            else:
+                record = self.measurer.measure(*args)
+        except Exception as exc:  # noqa: BLE001 - a lost device fails this candidate, not the run
+            record = {"passed": False, "reason": f"the device measurement failed: {type(exc).__name__}: {exc}"[:1500]}
+        return merge_verdict(verdict, record)
+
+
 def merge_verdict(verdict: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
     """The verifier's verdict (``VerifyResult.to_dict()``) with the device's *record*: the objective becomes the
     measured one (the model's kept as ``predicted_objective``), or the candidate fails the ``device`` gate."""

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..evaluate import TRACE_CACHE_FILE
+from ..evaluate import TRACE_CACHE_FILE, VerifyOptions
 from ..store import RunStore
 from ..kernelbench import load_task_or_problem
 from ..task import Task, task_from_dict
@@ -97,9 +97,7 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker, stop=None) -> tuple[d
         pool = None
         try:
             n_workers, cpus_each = _worker_count(cfg.workers, on_cluster, progress)
-            verify_options = {"max_kernel_configs": cfg.max_kernel_configs}
-            if not cfg.tuning:
-                verify_options["tune"] = False
+            verify_options = VerifyOptions(max_kernel_configs=cfg.max_kernel_configs, tune=cfg.tuning)
             # the workers' task names the run's hardware: prompts describe what the run targets
             init = {"task": dict(task.to_dict(), hardware=list(hardware)), "hardware": hardware,
                     "mutator": mutator_spec,

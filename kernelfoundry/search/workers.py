@@ -12,13 +12,16 @@ import os
 import time
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 
-from ..candidate import source_hash, verify_seed
+from ..candidate import source_hash
 from ..mutate import MutationRequest, ParentView, Proposal
 from ..task import task_from_dict
+
+if TYPE_CHECKING:
+    from ..evaluate import VerifyOptions
 
 
 def build_mutator(spec: dict[str, Any], seed: int):
@@ -51,28 +54,28 @@ class KernelWorker:
     """The work a Ray actor does.  Plain class so tests can drive it without Ray."""
 
     def __init__(self, task: dict[str, Any], hardware: list[str], mutator: dict[str, Any],
-                 verify_options: dict[str, Any], worker_index: int = 0, verdict_cache: str | None = None,
+                 verify_options: VerifyOptions | None = None, worker_index: int = 0, verdict_cache: str | None = None,
                  device: dict[str, Any] | None = None, trace_cache: str | None = None):
+        from ..evaluate import Verifier, VerifyOptions
         self.task = task_from_dict(task, check_files=False)
-        self.task_dict = task
-        self.measurer = None                      # the device that measures what the model passes (docs/device.md)
-        if device is not None:
-            actors = device.get("actors") or []
-            if actors:
-                self.measurer = actors[worker_index % len(actors)]
-            else:
-                from ..measure import DeviceMeasurer
-                self.measurer = DeviceMeasurer(device["spec"])
         self.hardware = list(hardware)
-        self.verify_options = dict(verify_options)
-        self.cache = None
-        if verdict_cache and Path(verdict_cache).parent.is_dir():    # not on a node without the driver's files
+        options = verify_options or VerifyOptions()
+        step = None                               # the device that measures what the model passes (docs/device.md)
+        if device is not None:
+            from ..measure import DeviceMeasurer, MeasureStep
+            actors = device.get("actors") or []
+            measurer = actors[worker_index % len(actors)] if actors else DeviceMeasurer(device["spec"])
+            step = MeasureStep(measurer, task, self.hardware[0])
+        cache = None
+        if verdict_cache and Path(verdict_cache).parent.is_dir() and step is None:   # not on a node without the driver's files
             from ..evaluate import VerdictCache, context_key
-            self.cache = VerdictCache(verdict_cache, context_key(task, self.hardware, self.verify_options))
-        self.traces = None
+            cache = VerdictCache(verdict_cache, context_key(task, self.hardware, options.to_dict()))
+        traces = None
         if trace_cache:                   # the run's file, or this worker's memory on a node without it
             from ..evaluate import TraceCache
-            self.traces = TraceCache(trace_cache if Path(trace_cache).parent.is_dir() else None)
+            traces = TraceCache(trace_cache if Path(trace_cache).parent.is_dir() else None)
+        self.verifier = Verifier(self.task, self.hardware, options, verdict_cache=cache, trace_cache=traces,
+                                 device=step)
         self.mutator = build_mutator(mutator, seed=worker_index)
         self.name = f"w{worker_index}@{os.uname().nodename}:{os.getpid()}"
 
@@ -119,41 +122,13 @@ class KernelWorker:
                             error=f"mutator raised {type(exc).__name__}: {exc}")
 
     def verify(self, source: str) -> dict[str, Any]:
-        """Stage 2: all gates and the performance model on *source* (never raises).
-
-        The verifier's seed comes from the source (:func:`verify_seed`), so a verdict is the
-        same in every run; with a verdict cache, a source verified before is read back.
-        """
-        from ..evaluate import verify
+        """Stage 2: all gates and the performance model on *source* (never raises): the run's
+        :class:`Verifier` (the verifier's seed from the source, the verdict cache, the device step)."""
         start = time.time()
-        out = self.cache.get(source) if self.cache is not None and self.measurer is None else None
-        if out is not None:
-            out["cached"] = True
-        else:
-            result = verify(self.task, source, self.hardware, seed=verify_seed(source), trace_cache=self.traces,
-                            **self.verify_options)
-            out = result.to_dict()
-            if self.measurer is not None and result.passed:     # a device: the model's verdict, then measured
-                out = self._measured(out, result, source)
-            elif self.cache is not None and self.measurer is None:
-                self.cache.put(source, out)
+        _, out = self.verifier.verify(source)
         out["worker"] = self.name
         out["wall_seconds"] = time.time() - start
         return out
-
-
-    def _measured(self, out: dict[str, Any], result, source: str) -> dict[str, Any]:
-        """*out* with the device's measurement (a failed ``device`` gate when the device refutes it)."""
-        from ..measure import merge_verdict
-        args = (self.task_dict, source, result, self.hardware[0], verify_seed(source))
-        try:
-            if hasattr(self.measurer, "measure") and hasattr(self.measurer.measure, "remote"):
-                record = ray.get(self.measurer.measure.remote(*args))
-            else:
-                record = self.measurer.measure(*args)
-        except Exception as exc:  # noqa: BLE001 - a lost device fails this candidate, not the run
-            record = {"passed": False, "reason": f"the device measurement failed: {type(exc).__name__}: {exc}"[:1500]}
-        return merge_verdict(out, record)
 
 
 @dataclass

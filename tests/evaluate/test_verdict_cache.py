@@ -6,6 +6,7 @@ os.environ["TRITON_INTERPRET"] = "1"   # before anything imports triton
 
 from kernelfoundry import REPO_DIR
 from kernelfoundry.candidate import source_hash, verify_seed
+from kernelfoundry.evaluate import VerifyOptions
 from kernelfoundry.evaluate.verdict_cache import VerdictCache, cacheable, context_key
 from kernelfoundry.search.workers import KernelWorker
 from kernelfoundry.task import load_task
@@ -56,17 +57,17 @@ def test_a_second_worker_reads_the_first_workers_verdict(tmp_path):
     task = load_task(REPO_DIR / "experiments/tasks/relu.yaml")
     source = (REPO_DIR / "experiments/tasks/kernels/relu_naive.py").read_text()
     path = str(tmp_path / "verdicts.sqlite")
-    first = KernelWorker(task.to_dict(), ["h100"], {"type": "builtin"}, {"max_kernel_configs": 2},
+    first = KernelWorker(task.to_dict(), ["h100"], {"type": "builtin"}, VerifyOptions(max_kernel_configs=2),
                          verdict_cache=path)
     fresh = first.verify(source)
     assert fresh["passed"] and "cached" not in fresh
-    second = KernelWorker(task.to_dict(), ["h100"], {"type": "builtin"}, {"max_kernel_configs": 2},
+    second = KernelWorker(task.to_dict(), ["h100"], {"type": "builtin"}, VerifyOptions(max_kernel_configs=2),
                           worker_index=1, verdict_cache=path)
     hit = second.verify(source)
     assert hit["cached"] is True and hit["objective"] == fresh["objective"]
     assert hit["descriptors"] == fresh["descriptors"] and hit["wall_seconds"] < fresh["wall_seconds"]
     # different verifier options are a different context: verified afresh, same objective (seed from source)
-    other = KernelWorker(task.to_dict(), ["h100"], {"type": "builtin"}, {"max_kernel_configs": 1},
+    other = KernelWorker(task.to_dict(), ["h100"], {"type": "builtin"}, VerifyOptions(max_kernel_configs=1),
                          verdict_cache=path)
     again = other.verify(source)
     assert "cached" not in again and again["passed"]

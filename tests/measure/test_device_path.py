@@ -16,11 +16,12 @@ DRAM = 1.25
 
 @pytest.fixture(scope="module")
 def measured_verdict():
+    from kernelfoundry.evaluate import VerifyOptions
     from kernelfoundry.search.workers import KernelWorker
     from kernelfoundry.task import load_task
     task = load_task("experiments/tasks/relu.yaml")
     spec = resolve_device("auto", top_k=2, env={"KERNELFOUNDRY_FAKE_DEVICE": f'{{"factors": {{"dram": {DRAM}}}}}'})
-    worker = KernelWorker(task.to_dict(), ["h100"], {"type": "builtin"}, {"compile": False}, device={"spec": spec})
+    worker = KernelWorker(task.to_dict(), ["h100"], {"type": "builtin"}, VerifyOptions(compile=False), device={"spec": spec})
     return worker.verify(task.seeds[0].read_text())
 
 

@@ -26,7 +26,7 @@ def make_driver(tmp_path, budget, *, workers=2, seeds_source="SEED", worker_cls=
     task = load_task(TASK)
     store = RunStore(tmp_path / "run.sqlite")
     pool = WorkerPool(workers, worker_cls, {"task": task.to_dict(), "hardware": ["h100"],
-                                             "mutator": {"type": "builtin"}, "verify_options": {}},
+                                             "mutator": {"type": "builtin"}, "verify_options": None},
                       num_cpus=0.5)
     pool.ready()
     driver = SearchDriver(task=task, settings=SearchSettings(budget=budget, workers=workers, seed=1,
