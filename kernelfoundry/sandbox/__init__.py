@@ -2,12 +2,12 @@
 
 A job is a module run in a child process with wall-clock, memory and address-space limits,
 its own session, network and mount namespaces, a minimal read-only root, a throwaway uid and
-a seccomp filter (:mod:`.process` starts and watches it, :mod:`.boot` confines it, :mod:`.fs`
-and :mod:`.seccomp` are the confinement, :mod:`.forkserver` keeps warm interpreters to fork
-from, :mod:`.devices` opens the GPU to measure jobs, :mod:`.broker` runs a caller's pre-seccomp broker
-(the compiler's ptxas one), :mod:`.channel` carries
-bulk arrays back). A broker's module uses :func:`fork_broker`, :func:`send_frame`, :func:`recv_frame` and
-:class:`BrokerGone`. Users of the sandbox (``evaluate``, ``compiler``, ``measure``,
+a seccomp filter (:mod:`.process` starts and watches it, :mod:`.procfs` reads what /proc says of its
+processes, :mod:`.boot` confines it, :mod:`.fs` and :mod:`.seccomp` are the confinement, :mod:`.forkserver`
+keeps warm interpreters to fork from, :mod:`.devices` opens the GPU to measure jobs, :mod:`.broker` runs a
+pre-seccomp broker its caller names (the compiler's ptxas one), :mod:`.channel` carries bulk arrays back).
+A broker's module uses :func:`fork_broker`, :func:`send_frame`, :func:`recv_frame` and :class:`BrokerGone`.
+Users of the sandbox (``evaluate``, ``compiler``, ``measure``,
 ``kernelbench``) import these names, not the modules.  The channel's names (``DATA_FILE``, :class:`BlobReader`,
 :class:`BlobWriter`, :class:`ChannelError`) are imported on first use (numpy), not with the package.
 """

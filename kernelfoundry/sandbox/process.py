@@ -42,6 +42,7 @@ from typing import Any
 
 from ..safe_io import read_regular
 from .forkserver import ForkServer, ForkServerError
+from .procfs import count_user_tasks, kill_all, physical_bytes, sandbox_pids, status_numbers
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 _WORLD_WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
@@ -221,98 +222,6 @@ def default_mode() -> str:
     return "fork" if hasattr(os, "fork") and sys.platform.startswith("linux") else "spawn"
 
 
-# ---------------------------------------------------------------- /proc helpers
-def _session_of(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            text = f.read()
-    except OSError:
-        return None
-    fields_ = text[text.rfind(b")") + 2:].split()
-    return int(fields_[3])                  # state ppid pgrp session ...
-
-
-def _status_numbers(pid: int) -> tuple[int, int, int | None]:
-    """(VmRSS bytes, thread count, real uid) of *pid*; zeros when it is gone."""
-    rss = threads = 0
-    uid = None
-    try:
-        with open(f"/proc/{pid}/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"VmRSS:"):
-                    rss = int(line.split()[1]) * 1024
-                elif line.startswith(b"Threads:"):
-                    threads = int(line.split()[1])
-                elif line.startswith(b"Uid:"):
-                    uid = int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return rss, threads, uid
-
-
-def _proportional_bytes(pid: int) -> int | None:
-    """Physical memory of *pid* (PSS: each page divided by the number of mappings of it), or None.
-
-    VmRSS counts a page once per mapping: the trace's tiled inputs (:mod:`..evaluate.tiled`) map
-    one small tile thousands of times, so an honest kernel reading a multi-GB input that holds a
-    few MB of real memory shows GBs of RSS.  PSS counts that tile once, and counts every page the
-    process alone holds (private, or shared anonymous) in full, so nothing a child allocates
-    escapes it."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
-            for line in f:
-                if line.startswith(b"Pss:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def _physical_bytes(pid: int) -> int:
-    """PSS of *pid*; where the kernel gives none, its VmRSS read now (0 once the process is gone).
-
-    A process tearing down its memory on exit shows an empty ``smaps_rollup`` while the VmRSS read
-    a moment earlier still counted every mapping: the fresh read keeps an honest child exiting
-    with a mapped tile from being killed for memory it no longer has."""
-    pss = _proportional_bytes(pid)
-    return pss if pss is not None else _status_numbers(pid)[0]
-
-
-def _sandbox_pids(session: int, uid: int | None) -> list[int]:
-    """Every live process in *session* or owned by the sandbox *uid*."""
-    pids = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        pid = int(entry.name)
-        if _session_of(pid) == session or (uid is not None and _status_numbers(pid)[2] == uid):
-            pids.append(pid)
-    return pids
-
-
-def _kill_all(session: int, uid: int | None) -> None:
-    for _ in range(5):
-        pids = _sandbox_pids(session, uid)
-        if not pids:
-            return
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        time.sleep(0.01)
-
-
-def _count_user_tasks(uid: int) -> int:
-    n = 0
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            _, threads, owner = _status_numbers(int(entry.name))
-            if owner == uid:
-                n += threads
-    return n
-
-
 # ---------------------------------------------------------------- child control
 class _Child:
     """A started child: its pid and a way to learn that it ended (with wait status)."""
@@ -330,7 +239,7 @@ class _Child:
             try:
                 got = self._waiter(timeout_s)
             except ForkServerError:                    # the server died: so did its child
-                _kill_all(self.pid, None)
+                kill_all(self.pid, None)
                 self.lost = True
                 got = (signal.SIGKILL, 0)
             if got is not None:
@@ -472,7 +381,7 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
         with open(canary, "w") as f:
             f.write("the sandboxed child must not see this file\n")
         os.chmod(canary, 0o644)
-        nproc = limits.max_threads if uid is not None else _count_user_tasks(os.getuid()) + limits.max_threads
+        nproc = limits.max_threads if uid is not None else count_user_tasks(os.getuid()) + limits.max_threads
         progress_path = os.path.join(workdir, "progress")
         spec = {"module": module, "argv": [in_path, out_path], "workdir": workdir, "uid": uid,
                 "new_root": os.path.join(base, "root") if uid is not None else None,
@@ -512,7 +421,7 @@ def _run(module: str, payload: dict[str, Any], limits: SandboxLimits, server: Fo
                 killed_by, reason, peak = _watch(child, limits, output_fd, uid, start, cancel)
             finally:                                   # also on KeyboardInterrupt: nothing may outlive the job
                 wall = time.monotonic() - start
-                _kill_all(child.pid, uid)
+                kill_all(child.pid, uid)
             tail, out_bytes = _tail(output_fd, limits.tail_bytes)
             if killed_by is None and out_bytes > limits.output_bytes:
                 # It printed past the limit and ended (e.g. EFBIG at RLIMIT_FSIZE) between two polls.
@@ -574,18 +483,18 @@ def _watch(child: _Child, limits: SandboxLimits, output_fd: int, uid: int | None
     session_pids = [child.pid]
     while not child.wait(limits.poll_s):
         now = time.monotonic()
-        rss, threads, _ = _status_numbers(child.pid)
+        rss, threads, _ = status_numbers(child.pid)
         if now >= next_scan:                           # other processes of the session, if any
             next_scan = now + 0.25
-            session_pids = [child.pid] + [pid for pid in _sandbox_pids(child.pid, uid) if pid != child.pid]
+            session_pids = [child.pid] + [pid for pid in sandbox_pids(child.pid, uid) if pid != child.pid]
             for pid in session_pids[1:]:
-                extra_rss, extra_threads, _ = _status_numbers(pid)
+                extra_rss, extra_threads, _ = status_numbers(pid)
                 rss, threads = rss + extra_rss, threads + extra_threads
         if rss > limits.rss_bytes:                     # RSS over-counts pages mapped many times: PSS decides
-            rss = sum(_physical_bytes(pid) for pid in session_pids)
+            rss = sum(physical_bytes(pid) for pid in session_pids)
         peak = max(peak, rss)
         if killed_by:
-            _kill_all(child.pid, uid)
+            kill_all(child.pid, uid)
             continue
         out_size = os.fstat(output_fd).st_size
         if cancel is not None and cancel.is_set():
@@ -599,7 +508,7 @@ def _watch(child: _Child, limits: SandboxLimits, output_fd: int, uid: int | None
         elif threads > limits.max_threads:
             killed_by, reason = "threads", f"killed: more than {limits.max_threads} threads/processes"
         if killed_by:
-            _kill_all(child.pid, uid)
+            kill_all(child.pid, uid)
     return killed_by, reason, peak
 
 
@@ -637,7 +546,7 @@ def sweep_stale_dirs() -> list[str]:
         except OSError:
             uid = 0
         if uid and os.geteuid() == 0:
-            _kill_all(-1, uid)
+            kill_all(-1, uid)
             _remove_files_of(uid)
         shutil.rmtree(entry.path, ignore_errors=True)
         removed.append(entry.path)

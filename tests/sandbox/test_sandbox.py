@@ -12,8 +12,9 @@ import uuid
 
 import pytest
 
-from kernelfoundry.sandbox.process import (SandboxLimits, _sandbox_pids, run_sandboxed,
+from kernelfoundry.sandbox.process import (SandboxLimits, run_sandboxed,
                                             shutdown_fork_servers, sweep_stale_dirs)
+from kernelfoundry.sandbox.procfs import sandbox_pids as _sandbox_pids
 
 # A job module run inside the sandbox: behaviour picked by payload["do"].
 PROBE = r'''
@@ -466,7 +467,7 @@ def test_a_child_mid_exit_counts_no_memory():
     """An exiting child has no smaps_rollup: its memory is read afresh (0 once gone), never the
     VmRSS of a moment earlier, which counted every mapping of a tile (a CI run killed an honest
     child this way)."""
-    from kernelfoundry.sandbox.process import _physical_bytes, _proportional_bytes
+    from kernelfoundry.sandbox.procfs import physical_bytes as _physical_bytes, proportional_bytes as _proportional_bytes
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
