@@ -93,3 +93,30 @@ def test_a_padded_grid_cannot_hide_which_dimension_holds_the_rows():
     assert any(env["N"] > 65536 and env["M"] == ROWS for env in shapes)
     honest = {"base": {"M": 64, "N": 1000}, "programs": [64], "ones": {"M": [1], "N": [64]}}
     assert long_shapes(SOFTMAX, {"BLOCK_N": 1024}, honest) == [{"M": 2, "N": 124415}]   # a known grid: one
+
+
+# A 3 x 3 convolution then one program per output position (a reduction over channels): the probe at size 1
+# fails (no output), at size 3 it works.  The conv launch covers every position in one tile at the check shape.
+CONV = task_from_dict({
+    "name": "conv_then_rows", "reference": "import torch\ndef reference(x):\n    return x\n",
+    "inputs": {"x": {"shape": ["B", 16, "H", "W"], "dtype": "float32"}},
+    "shapes": {"check": [{"B": 16, "H": 14, "W": 18}], "target": [{"B": 128, "H": 256, "W": 256}]},
+    "seeds": [__file__]})
+CONV_PROBE = {"base": {"B": 16, "H": 14, "W": 18}, "programs": [16, 3072],
+              "ones": {"B": [1, 192], "H": [16, 256], "W": [16, 192]}, "ones_at": {"B": 1, "H": 3, "W": 3}}
+
+
+def test_a_windows_input_extent_spans_blocks_together_and_never_falls_below_the_window():
+    from kernelfoundry.evaluate.contract.span_shape import long_shapes, windowed_floor
+    config = {"BLOCK_N": 256, "BLOCK_R": 128}
+    env = span_shape(CONV, config, CONV_PROBE)
+    # the two windowed dimensions hold at least 2 * 256 + 3 positions between them: the window's launch
+    # tiles them (256 per program at the target) although one tile covers them at the check shape
+    assert (env["H"] - 2) * (env["W"] - 2) >= 2 * 256 + 3           # output positions: two tiles and a tail
+    assert env["H"] - 2 >= windowed_floor(256, 2) and env["W"] - 2 >= windowed_floor(256, 2)
+    assert env["H"] < 256 and env["W"] < 256                      # not the target's extent: grid dimensions
+    assert all(shape["H"] > 3 and shape["W"] > 3 for shape in long_shapes(CONV, config, CONV_PROBE))
+    # a probe that never worked is the old fail-closed case: loop dimensions, as long as the budget allows
+    failed = {**CONV_PROBE, "ones": {**CONV_PROBE["ones"], "H": None, "W": None}, "ones_at": {"B": 1}}
+    closed = span_shape(CONV, config, failed)
+    assert closed["H"] > env["H"] and closed["W"] > env["W"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import functools
 import random
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -296,18 +297,35 @@ def probe_programs(cand: LoadedCandidate, task: Task, env: dict[str, int], param
     return session.programs if session.violation is None else None
 
 
+#: The sizes a grid probe tries for a symbol, smallest first, until the dry run works: a convolution or
+#: pooling window needs an input at least its window wide (a 3 x 3 convolution has no output at 1).
+PROBE_SIZES = (1, 2, 3, 4, 5, 7, 9, 13, 17)
+#: A failed dry run slower than this ends the search for a size that works (the probe stays failed).
+PROBE_FAIL_S = 0.25
+
+
 def probe_grids(cand: LoadedCandidate, task: Task, configs: list[dict[str, Any]], *, hints: dict[str, Any],
                 timeout: float | None) -> list[dict[str, Any]]:
-    """For each config: programs at the largest check shape, and with each shape symbol set to 1
-    (the judge infers which dimensions programs tile and by how much: see span_shape)."""
+    """For each config: programs at the largest check shape, and with each shape symbol set to the
+    smallest size in :data:`PROBE_SIZES` (below its check size) at which the dry run works, usually 1
+    (``ones``; the size in ``ones_at``).  The judge infers which dimensions programs tile and by how
+    much (see span_shape)."""
     from ..contract.span_shape import shape_symbols
     base = max(task.check_shapes, key=task.input_bytes)
     out = []
     for config in configs:
         params = {**config, **hints}
-        ones = {}
+        ones, ones_at = {}, {}
         for d in shape_symbols(task):
-            ones[d] = probe_programs(cand, task, {**base, d: 1}, params, timeout)
+            ones[d] = None
+            for size in (v for v in PROBE_SIZES if v == 1 or v < int(base[d])):
+                start = time.monotonic()
+                ones[d] = probe_programs(cand, task, {**base, d: size}, params, timeout)
+                if ones[d] is not None and all(p > 0 for p in ones[d]):     # an empty output tells nothing
+                    ones_at[d] = size
+                    break
+                if time.monotonic() - start > PROBE_FAIL_S:
+                    break
         out.append({"config": dict(config), "base": dict(base),
-                    "programs": probe_programs(cand, task, base, params, timeout), "ones": ones})
+                    "programs": probe_programs(cand, task, base, params, timeout), "ones": ones, "ones_at": ones_at})
     return out

@@ -11,8 +11,10 @@ one program per element three programs, so the run stays cheap in the interprete
 
 Which dimension is which comes from dry runs of ``launch`` in the child
 (:func:`run_checks.probe_grids`): programs at the largest check shape, and with each
-symbol set to 1; the ratio is the number of programs along that dimension.  Values
-are kept odd so every tail is partial.  See docs/verifier.md.
+symbol set to 1 (or the smallest size at which every launch has programs: a convolution's
+window); the ratio is the number of programs along that dimension.  A dimension the probe
+needed more than 1 for is *windowed* (:func:`windowed`): those keep ``2 * B + 3`` output
+positions between them.  Values are kept odd so every tail is partial.  See docs/verifier.md.
 """
 
 from __future__ import annotations
@@ -81,6 +83,22 @@ def launch_tiles(probe: dict[str, Any], symbols: list[str]) -> list[dict[str, fl
     return out
 
 
+def windowed(probe: dict[str, Any], grid: list[str]) -> dict[str, int]:
+    """Grid dimensions whose probe worked only above size 1 (a convolution's or a pooling window's input
+    extent: no output at 1), with the smallest size that worked.  At the check shapes one tile often
+    covers such a dimension in the window's own launch (all positions of a small image), so it is tiled
+    finely by the launches after it (one program per position) and not at all, as far as the check shapes
+    show, by the window's launch: :func:`span_shape` gives those dimensions together at least
+    ``2 * B + 3`` elements (:func:`windowed_floor`)."""
+    at = probe.get("ones_at") or {}
+    return {d: int(at[d]) for d in grid if isinstance(at.get(d), int) and at[d] > 1}
+
+
+def windowed_floor(block: int, count: int) -> int:
+    """Each of *count* windowed dimensions' least number of outputs: their product at least ``2 * block + 3``."""
+    return math.ceil((2 * block + 3) ** (1.0 / count)) if count else 0
+
+
 def _frame(task: Task, config: dict[str, Any], probe: dict[str, Any]):
     """What the span and long-row shapes start from: (symbols, per-launch tiles, the config's block,
     the largest target shape, grid dimensions, loop dimensions, the programs counter); None without
@@ -127,9 +145,14 @@ def span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dic
     if frame is None:
         return None
     symbols, launches, block, env, grid, loops, programs = frame
+    target = dict(env)
     for d in grid:                          # a few programs along a grid dimension, in its finest tiling
         t = min(tiles[d] for tiles in launches)
         env[d] = min(env[d], ROWS if t < 2 else 2 * math.ceil(t) + 3)
+    window = windowed(probe, grid)          # and a window's input extent spans blocks in the window's launch
+    # (``at - 1``: the input extent a window of that size needs beyond its outputs)
+    least = {d: min(target[d], max(at + 1, windowed_floor(block, len(window)) + at - 1)) for d, at in window.items()}
+    env.update({d: max(env[d], v) for d, v in least.items()})
     floor = {d: min(env[d], 2 * block + 3) for d in loops}
     tiled = _counter({}, grid, launches)          # only the programs the grid's tiles account for
 
@@ -143,7 +166,7 @@ def span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dic
     # loop dimensions below two blocks only last, and only for the programs the grid's tiles account
     # for: a count the kernel inflates (padding programs) may cost it grid programs, never the rows
     # that span blocks, which are what the run is for.
-    for dims, low, counted in ((loops, floor, False), (grid, {d: min(env[d], ROWS) for d in grid}, True),
+    for dims, low, counted in ((loops, floor, False), (grid, {d: least.get(d, min(env[d], ROWS)) for d in grid}, True),
                                (loops, {d: min(env[d], ROWS) for d in loops}, False)):
         while over(env, counted):
             shrinkable = [d for d in dims if env[d] > low[d]]
@@ -151,13 +174,18 @@ def span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dic
                 break
             d = max(shrinkable, key=lambda s: env[s])
             env[d] = max(low[d], env[d] // 2 + 1)
-    return _finish(task, env, symbols)
+    return _finish(task, env, symbols, tuple(window))
 
 
-def _finish(task: Task, env: dict[str, int], symbols: list[str]) -> dict[str, int] | None:
+def _finish(task: Task, env: dict[str, int], symbols: list[str], longer: tuple[str, ...] = ()) -> dict[str, int] | None:
+    """*env* with odd sizes; None when it is a check shape, or no larger than one in elements unless one of
+    the *longer* dimensions is longer than at every check shape (a window's positions spanning blocks)."""
     env = {d: _odd(v) if d in symbols else v for d, v in env.items()}
-    if any(env == dict(c) for c in task.check_shapes) or _elements(task, env) <= max(
-            (_elements(task, c) for c in task.check_shapes), default=0):
+    if any(env == dict(c) for c in task.check_shapes):
+        return None
+    if any(env[d] > max(int(c.get(d, 0)) for c in task.check_shapes) for d in longer):
+        return env
+    if _elements(task, env) <= max((_elements(task, c) for c in task.check_shapes), default=0):
         return None
     return env
 
@@ -183,6 +211,8 @@ def grid_span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -
             env[d] = min(env[d], max(1, int(per_dim * t)) + (1 if t >= 2 else 0))
         else:
             env[d] = min(env[d], 2 * block + 3)
+    for d, at in windowed(probe, grid).items():
+        env[d] = min(int(target[d]), max(env[d], at + 1))
     loops = [d for d in symbols if d not in grid]
     while _elements(task, env) > ELEMENT_BUDGET and any(env[d] > ROWS for d in loops):
         d = max((d for d in loops if env[d] > ROWS), key=lambda s: env[s])
@@ -192,9 +222,10 @@ def grid_span_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -
     # inflates must not make the run go away).
     programs = _counter(probe, grid, launches)
     largest_check = max((_elements(task, c) for c in task.check_shapes), default=0)
-    while programs(env) > GRID_PROGRAMS_MAX and any(env[d] > ROWS for d in grid):
-        d = max((d for d in grid if env[d] > ROWS), key=lambda s: env[s])
-        smaller = {**env, d: max(ROWS, env[d] // 2 + 1)}
+    low = {d: max(ROWS, at + 1) for d, at in windowed(probe, grid).items()}
+    while programs(env) > GRID_PROGRAMS_MAX and any(env[d] > low.get(d, ROWS) for d in grid):
+        d = max((d for d in grid if env[d] > low.get(d, ROWS)), key=lambda s: env[s])
+        smaller = {**env, d: max(low.get(d, ROWS), env[d] // 2 + 1)}
         if _elements(task, smaller) <= largest_check:
             break
         env = smaller
@@ -221,6 +252,8 @@ def long_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dic
     for d in grid:
         t = min(tiles[d] for tiles in launches)
         env[d] = min(env[d], 2 if t < 2 else math.ceil(t) + 1)
+    for d, at in windowed(probe, grid).items():       # two outputs along a window's input extent
+        env[d] = min(int(max(task.target_shapes, key=task.input_bytes)[d]), max(env[d], at + 1))
     # only the programs the grid's tiles account for: a count the kernel inflates (padding programs)
     # must not shorten the rows this shape is for
     programs = _counter({}, grid, launches)(env)
