@@ -249,11 +249,12 @@ def long_shape(task: Task, config: dict[str, Any], probe: dict[str, Any]) -> dic
     if frame is None:
         return None
     symbols, launches, block, env, grid, loops, _ = frame
+    target = dict(env)
     for d in grid:
         t = min(tiles[d] for tiles in launches)
         env[d] = min(env[d], 2 if t < 2 else math.ceil(t) + 1)
     for d, at in windowed(probe, grid).items():       # two outputs along a window's input extent
-        env[d] = min(int(max(task.target_shapes, key=task.input_bytes)[d]), max(env[d], at + 1))
+        env[d] = min(target[d], max(env[d], at + 1))
     # only the programs the grid's tiles account for: a count the kernel inflates (padding programs)
     # must not shorten the rows this shape is for
     programs = _counter({}, grid, launches)(env)
