@@ -355,8 +355,10 @@ def judge_trace(report: dict[str, Any], outcome: SandboxOutcome, configs: list[d
             return GateResult(name="trace", passed=False, reason=f"{INCONCLUSIVE} ({reason})", seconds=seconds,
                               details={"inconclusive": True}), traces
         return GateResult(name="trace", passed=False, reason=reason, seconds=seconds), traces
-    return GateResult(name="trace", passed=True, seconds=seconds,
-                      details={"traces": len(traces), "seconds": [round(t.seconds, 3) for t in traces]}), traces
+    details = {"traces": len(traces), "seconds": [round(t.seconds, 3) for t in traces]}
+    if isinstance(report.get("waves_reused"), int) and report["waves_reused"] > 0:
+        details["waves_reused"] = report["waves_reused"]
+    return GateResult(name="trace", passed=True, seconds=seconds, details=details), traces
 
 
 def sandbox_failure(outcome: SandboxOutcome) -> GateResult:

@@ -25,7 +25,7 @@ TRACER_SOURCES = ("evaluate/child/record_trace.py", "evaluate/child/trace_hooks.
                   "harness/tiled.py", "evaluate/child/interpreter_gaps.py", "evaluate/child/libdevice.py",
                   "evaluate/child/aperiodic.py", "evaluate/child/ticket_desk.py",
                   "evaluate/child/interpreter_speed.py", "evaluate/child/loop_limit.py",
-                  "evaluate/child/active_session.py")
+                  "evaluate/child/active_session.py", "evaluate/child/wave_reuse.py")
 
 
 def trace_key(task_path: Path, kernel_path: Path) -> str:

@@ -102,7 +102,8 @@ def run_job(payload: dict[str, Any], data_path: Path | str) -> dict[str, Any]:
 def _trace(loaded, task, configs, hints, seed, payload, blob) -> dict[str, Any]:
     from ...candidate import config_key
     from .record_trace import TraceFailure, trace_config
-    traces = []
+    from .wave_reuse import WaveReuse
+    traces, reuse = [], WaveReuse()
     for shape_index, env in enumerate(task.target_shapes):
         for config in configs:
             try:
@@ -110,11 +111,12 @@ def _trace(loaded, task, configs, hints, seed, payload, blob) -> dict[str, Any]:
                                            trace_programs=int(payload.get("trace_programs", DEFAULT_TRACE_PROGRAMS)),
                                            timeout=payload.get("trace_timeout_s", 60.0),
                                            candidate_file=str(loaded.path), blob=blob,
-                                           dense=payload.get("dense", True) is not False))
+                                           dense=payload.get("dense", True) is not False, wave_reuse=reuse))
             except TraceFailure as exc:
                 shape = "{" + ", ".join(f"{k}={v}" for k, v in env.items()) + "}"
-                return {"traces": traces, "error": f"shape {shape}, config {config_key(config) or 'default'}: {exc}"}
-    return {"traces": traces, "error": None}
+                return {"traces": traces, "error": f"shape {shape}, config {config_key(config) or 'default'}: {exc}",
+                        "waves_reused": reuse.reused}
+    return {"traces": traces, "error": None, "waves_reused": reuse.reused}
 
 
 def main(argv: list[str] | None = None) -> int:

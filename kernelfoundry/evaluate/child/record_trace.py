@@ -45,6 +45,7 @@ from .trace_hooks import PRECISION_RANK, LaunchContext, RuleViolation, Session, 
 from ..trace.loop_plan import DENSE_TRIPS, DENSE_TRIPS_OTHERS
 from .loop_hooks import CONTROL
 from .loop_limit import LoopLimit
+from .wave_reuse import WaveReuse, launch_key
 
 #: The wave pass covers the first this-many programs in launch order.
 WAVE_PROGRAMS = 256
@@ -161,10 +162,13 @@ class TraceSession(Session):
     needs_sites = True
 
     def __init__(self, trace_programs: int, rng: random.Random, *, guard: DispatchGuard, candidate_file: str,
-                 blob: BlobWriter, wave_programs: int = WAVE_PROGRAMS, has_loops: bool = True, dense: bool = True):
+                 blob: BlobWriter, wave_programs: int = WAVE_PROGRAMS, has_loops: bool = True, dense: bool = True,
+                 wave_reuse: WaveReuse | None = None):
         super().__init__(guard=guard, candidate_file=candidate_file)
         self.trace_programs = max(1, int(trace_programs))
         self.dense = dense                      # False: every sampled program runs its sparse plan only
+        # provisional traces of one job share the waves of launches that are the same (wave_reuse.py)
+        self.wave_reuse = wave_reuse if not dense else None
         self.rng = rng
         self.blob = blob
         self.wave_programs = wave_programs
@@ -173,6 +177,7 @@ class TraceSession(Session):
         self._wave_targets: set[tuple[int, int]] = set()
         self._wave_seen: set[tuple[int, int]] | None = None
         self._wave_rows: list[tuple[int, int, int, int]] = []
+        self._wave_rows_array = np.zeros((0, 4), dtype=np.int64)     # the last wave pass's anchor rows
         self._wave_pid = 0
         self._sharing: dict[int, set[int]] | None = None    # a sharing check runs: tensor -> sectors loaded
         self._census = False                    # the census runs: record loops only
@@ -214,7 +219,7 @@ class TraceSession(Session):
             records[pid] = record
         programs = [self._commit(records[pid]) for pid in sampled]
         self._wave_targets = wave_targets([p.pop("_firsts") for p in programs])
-        wave = self._wave(ctx) if self._wave_targets else {"programs": 0, "anchors": self.blob.put(
+        wave = self._wave_or_reused(ctx) if self._wave_targets else {"programs": 0, "anchors": self.blob.put(
             np.zeros((0, 4), dtype=np.int64))}
         # a provisional trace runs no census (the census only ever scales counts up): the config is
         # traced again in full, census included, if the model picks it
@@ -284,6 +289,19 @@ class TraceSession(Session):
                 "trips": [list(t) for t in CONTROL.trips[1:]],
                 "_firsts": first_sectors(accesses, ev.runs, ev.on_plan)}
 
+    def _wave_or_reused(self, ctx: LaunchContext) -> dict[str, Any]:
+        """The wave pass, or in a provisional trace the wave of the same launch in an earlier config."""
+        if self.wave_reuse is None:
+            return self._wave(ctx)
+        key = launch_key(ctx.fn, ctx.grid, ctx.call_args, self._wave_targets)
+        found = self.wave_reuse.get(key)
+        if found is not None:
+            programs, rows = found
+            return {"programs": programs, "anchors": self.blob.put(rows), "contested": []}
+        wave = self._wave(ctx)
+        self.wave_reuse.put(key, wave["programs"], self._wave_rows_array)
+        return wave
+
     def _wave(self, ctx: LaunchContext) -> dict[str, Any]:
         self._wave_rows = []
         count = min(ctx.num_programs, self.wave_programs)
@@ -304,7 +322,7 @@ class TraceSession(Session):
             self.tagging = True
             RECORDER.active = True
             CONTROL.first_trips_only = False
-        rows = np.array(self._wave_rows, dtype=np.int64).reshape(-1, 4)
+        rows = self._wave_rows_array = np.array(self._wave_rows, dtype=np.int64).reshape(-1, 4)
         # a provisional trace skips the sharing check: contested anchors only ever cost a config its
         # sharing credit, so without the check a config looks no slower, and one the model picks is
         # traced again densely, with the check, before anything about it is reported
@@ -466,9 +484,10 @@ POISON_MAX_BYTES = 64 << 20
 
 def trace_config(launch, task: Task, shape_index: int, config: dict[str, Any], hints: dict[str, Any], *, seed: int,
                  trace_programs: int, timeout: float | None, candidate_file: str, blob: BlobWriter,
-                 dense: bool = True) -> dict[str, Any]:
+                 dense: bool = True, wave_reuse: WaveReuse | None = None) -> dict[str, Any]:
     """Trace ``launch`` at ``task.target_shapes[shape_index]`` with one kernel config (``dense=False``:
-    sampled programs run their sparse loop plans only, for a provisional trace)."""
+    sampled programs run their sparse loop plans only, for a provisional trace, which takes the waves
+    *wave_reuse* holds of launches it repeats)."""
     env = task.target_shapes[shape_index]
     start = time.perf_counter()
     rng = random.Random(f"{seed}:{shape_index}:{config_key(config)}")
@@ -483,7 +502,7 @@ def trace_config(launch, task: Task, shape_index: int, config: dict[str, Any], h
     except OSError:
         has_loops = True
     session = TraceSession(trace_programs, rng, guard=guard, candidate_file=candidate_file, blob=blob,
-                           has_loops=has_loops, dense=dense)
+                           has_loops=has_loops, dense=dense, wave_reuse=wave_reuse)
     CONTROL.sampling, CONTROL.seed = True, f"{seed}:{shape_index}:{config_key(config)}"
     inputs, mappings = trace_inputs(task, env, seed)
     session.aperiodic = AperiodicInputs.of(inputs, [m.tile if m is not None else None for m in mappings], seed)
