@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..candidate import source_hash
+from ..candidate import code_text, source_hash
 from ..sandbox import SandboxLimits
 from ..perfmodel import load_hardware
 from .amd import amd_resources
@@ -38,6 +38,18 @@ class _Done:
     meta: dict[str, Any]
     artifacts: dict[str, str] = field(default_factory=dict)
     cached: bool = False
+
+
+def code_identity(source: str) -> str:
+    """What a compile of *source* depends on besides the launch signature, hashed: its code with PARAMS's
+    values aside (:func:`candidate.code_text`), so candidates that differ only in PARAMS (a search's
+    block-size and num_warps edits) share their compiles, which the signature (constexprs, hints) tells
+    apart.  The whole source when the code could read PARAMS."""
+    import hashlib
+    code = code_text(source)
+    if code is None:
+        return source_hash(source)
+    return hashlib.sha256(f"code\0{code}".encode()).hexdigest()[:32]
 
 
 def _triton_version() -> str:
@@ -129,7 +141,7 @@ def compile_candidate(source: str, signatures_by_config: Mapping[str, Sequence[L
     start = time.perf_counter()
     sigs = _parse_all(signatures_by_config)
     cache = cache if isinstance(cache, CompileCache) else CompileCache(cache)
-    src_hash, version = source_hash(source), _triton_version()
+    src_hash, version = code_identity(source), _triton_version()
     targets = {name: resolve_target(name) for name in hardware}
     compiles: dict[str, tuple[LaunchSignature, CompileTarget]] = {}
     plan: dict[str, dict[str, list[str]]] = {}

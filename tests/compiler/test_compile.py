@@ -6,10 +6,11 @@ import json
 
 import pytest
 
-from kernelfoundry.candidate import default_config, parse_param_space
+from kernelfoundry.candidate import default_config, parse_param_space, source_hash
 from kernelfoundry.compiler import CompileReport, compile_candidate
 from kernelfoundry.compiler.asm import write_asm
 from kernelfoundry.compiler.capture import capture_task_signatures
+from kernelfoundry.compiler.gate import code_identity
 from kernelfoundry.task import load_task
 
 from .conftest import KERNELS, REPO, capture_module
@@ -86,6 +87,22 @@ def test_cached_second_call_runs_no_job(seed_reports, compile_cache):
         (a,) = [k for c in first.hardware[name].configs.values() for k in c.kernels]
         (b,) = [k for c in again.hardware[name].configs.values() for k in c.kernels]
         assert (a.key, a.resources, a.artifacts) == (b.key, b.resources, b.artifacts)
+
+
+def test_a_candidate_that_differs_only_in_params_shares_the_compiles(seed_reports, compile_cache):
+    task = load_task(REPO / "experiments/tasks/relu.yaml")
+    source = task.seed_sources()[0][1]
+    assert '"BLOCK": [256, 512]' in source
+    edited = source.replace('"BLOCK": [256, 512]', '"BLOCK": [256, 1024, 2048]')     # a search's PARAMS edit
+    assert code_identity(edited) == code_identity(source)
+    sigs = capture_task_signatures(edited, task, [default_config(parse_param_space(edited))])
+    again = compile_candidate(edited, sigs, TARGET_HARDWARE, cache=compile_cache)
+    assert again.cache_misses == 0 and again.cache_hits == 3 and again.job == {}
+    # other code, or code that could read PARAMS, is another identity
+    assert code_identity(source.replace("tl.where(x > 0, x, 0.0)", "tl.maximum(x, 0.0)")) != code_identity(source)
+    reads = source + "\nWIDEST = max(PARAMS['BLOCK'])\n"
+    assert code_identity(reads) == source_hash(reads)
+    assert code_identity(reads.replace("[256, 512]", "[256, 1024]")) != code_identity(reads)
 
 
 def test_report_round_trips_through_json(seed_reports):
