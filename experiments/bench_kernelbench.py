@@ -99,6 +99,10 @@ def check_one(row: dict, folder: Path, verify: bool) -> None:
         result = run_verifier(task, imported.seed_source, None, seed=0, limits=default_limits(task))
         row["verify_s"] = round(time.perf_counter() - start, 2)
         row["stages"] = {g.name: round(g.seconds, 2) for g in result.gates}
+        compiled = next((g for g in result.gates if g.name == "compile"), None)
+        if compiled is not None:            # an empty compile cache costs a level-2 chain most of its verify
+            row["compile_cache"] = [int(compiled.details.get("cache_hits", 0)),
+                                    int(compiled.details.get("cache_misses", 0))]
         row["verified"] = result.passed
         row["objective"] = result.objective
         if not result.passed:
@@ -154,6 +158,11 @@ def summarize(rows: list[dict], verify: bool) -> list[str]:
                              "median per stage (checks and trace overlap): " + ", ".join(
                                  f"{s} {statistics.median(r['stages'].get(s, 0.0) for r in done):.1f} s"
                                  for s in STAGES))
+                hits = sum(r["compile_cache"][0] for r in done if "compile_cache" in r)
+                misses = sum(r["compile_cache"][1] for r in done if "compile_cache" in r)
+                if hits + misses:
+                    lines.append(f"  compile cache: {hits} of {hits + misses} compiles from the cache "
+                                 f"({100 * hits / (hits + misses):.0f}%; the compile stage above is for that share)")
                 for r in done:
                     if not r["verified"]:
                         lines.append(f"    rejected: {r['file']}: {r['verify_gate']}: {r['verify_reason'][:160]}")

@@ -22,6 +22,8 @@ def test_bench_kernelbench_smoke(tmp_path):
     assert row["file"] == "1_Swish_Scaled.py" and row["correct"] and row["verified"]
     assert row["stages"]["trace"] > 0 and row["verify_s"] >= row["stages"]["correctness"]
     assert row["objective"] > 0
+    hits, misses = row["compile_cache"]                 # the compile gate ran: its cache use is reported
+    assert hits + misses >= 1 and f"compile cache: {hits} of {hits + misses} compiles" in done.stdout
 
 
 def test_bench_kernelbench_counts_failures_by_category():
