@@ -10,6 +10,7 @@ per hardware and config, each kernel's status, resources and artefact paths.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -45,7 +46,6 @@ def code_identity(source: str) -> str:
     values aside (:func:`candidate.code_text`), so candidates that differ only in PARAMS (a search's
     block-size and num_warps edits) share their compiles, which the signature (constexprs, hints) tells
     apart.  The whole source when the code could read PARAMS."""
-    import hashlib
     code = code_text(source)
     if code is None:
         return source_hash(source)

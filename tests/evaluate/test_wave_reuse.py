@@ -60,8 +60,8 @@ def task():
         "tolerance": {"atol": 1e-6, "rtol": 1e-6}, "seeds": ["chain.py"], "hardware": ["h100"]}, check_files=False)
 
 
-def _trace(task, configs, dense):
-    payload = {**inprocess._payload(CHAIN, task, configs, {"num_warps": 4}, 0), "kind": "trace",
+def _trace(task, configs, dense, source=CHAIN):
+    payload = {**inprocess._payload(source, task, configs, {"num_warps": 4}, 0), "kind": "trace",
                "trace_programs": 4, "dense": dense}
     result, blob = inprocess._run(payload)
     assert result["trace"]["error"] is None
@@ -132,3 +132,41 @@ def test_the_store_counts_what_it_saved():
     assert programs == 2 and kept.tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
     reuse.put(None, 1, rows)                           # a launch never reused is still counted as traced
     assert (reuse.reused, reuse.traced) == (1, 2)
+
+
+#: Hostile: the second launch's key is the same under both configs, but its load addresses follow a flag the
+#: first launch writes, which depends on BLOCK_A: under BLOCK_A=128 every program's extra load hits one
+#: sector (all "shared"), under 256 each of the first 256 programs its own, where the wave pass looks and the
+#: sampled programs (the first, the last, seeded ones) rarely do, so both configs anchor the same load sites.
+#: A reused wave lends the second config the first config's anchors.
+FLAG_CHAIN = CHAIN.replace('PARAMS = {"BLOCK_A": [256], "BLOCK_B": [128, 256], "num_warps": [4]}',
+                           'PARAMS = {"BLOCK_A": [128, 256], "BLOCK_B": [128], "num_warps": [4]}').replace(
+    """    tl.store(t_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0.0) * 2.0, mask=mask)
+""", """    tl.store(t_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0.0) * 2.0, mask=mask)
+    tl.store(f_ptr + tl.program_id(0), tl.full([], BLOCK_A // 256, tl.int32))
+""").replace("def scale_kernel(x_ptr, t_ptr, n, BLOCK_A: tl.constexpr):",
+             "def scale_kernel(x_ptr, t_ptr, f_ptr, n, BLOCK_A: tl.constexpr):").replace(
+    "def relu_kernel(t_ptr, y_ptr, n, BLOCK_B: tl.constexpr):",
+    "def relu_kernel(t_ptr, y_ptr, f_ptr, n, BLOCK_B: tl.constexpr):").replace(
+    """    t = tl.load(t_ptr + offs, mask=mask, other=0.0)
+""", """    spread = tl.load(f_ptr)
+    t = tl.load(t_ptr + offs, mask=mask, other=0.0)
+    pid = tl.program_id(0)
+    early = ((pid > 0) & (pid < 256)).to(tl.int32)       # wave programs, rarely a sampled one
+    t += 0.0 * tl.load(t_ptr + (offs % 32) + spread * early * pid * BLOCK_B, mask=mask, other=0.0)
+""").replace("    t = torch.empty_like(x)\n",
+             "    t = torch.empty_like(x)\n    f = torch.zeros(triton.cdiv(n, 128), dtype=torch.int32)\n").replace(
+    "](x, t, n, BLOCK_A", "](x, t, f, n, BLOCK_A").replace("](t, y, n, BLOCK_B", "](t, y, f, n, BLOCK_B")
+
+
+def test_a_wave_that_follows_an_earlier_launchs_data_only_steers_the_dense_traces(task):
+    assert FLAG_CHAIN.count("f_ptr") == 4                              # the hostile edit applied
+    report, blob = _trace(task, [{"BLOCK_A": 128, "BLOCK_B": 128}, {"BLOCK_A": 256, "BLOCK_B": 128}], dense=False, source=FLAG_CHAIN)
+    alone, alone_blob = _trace(task, [{"BLOCK_A": 256, "BLOCK_B": 128}], dense=False, source=FLAG_CHAIN)
+    # the provisional trace of the second config did take the first config's wave of relu_kernel...
+    assert report["waves_reused"] >= 1
+    assert not np.array_equal(_anchors(report["traces"][1], blob, 1), _anchors(alone["traces"][0], alone_blob, 1))
+    # ...but the dense trace every reported config gets is its own
+    dense, dense_blob = _trace(task, [{"BLOCK_A": 256, "BLOCK_B": 128}], dense=True, source=FLAG_CHAIN)
+    assert dense["waves_reused"] == 0
+    assert np.array_equal(_anchors(dense["traces"][0], dense_blob, 1), _anchors(alone["traces"][0], alone_blob, 1))

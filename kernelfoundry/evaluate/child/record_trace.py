@@ -177,7 +177,6 @@ class TraceSession(Session):
         self._wave_targets: set[tuple[int, int]] = set()
         self._wave_seen: set[tuple[int, int]] | None = None
         self._wave_rows: list[tuple[int, int, int, int]] = []
-        self._wave_rows_array = np.zeros((0, 4), dtype=np.int64)     # the last wave pass's anchor rows
         self._wave_pid = 0
         self._sharing: dict[int, set[int]] | None = None    # a sharing check runs: tensor -> sectors loaded
         self._census = False                    # the census runs: record loops only
@@ -291,18 +290,22 @@ class TraceSession(Session):
 
     def _wave_or_reused(self, ctx: LaunchContext) -> dict[str, Any]:
         """The wave pass, or in a provisional trace the wave of the same launch in an earlier config."""
-        if self.wave_reuse is None:
-            return self._wave(ctx)
-        key = launch_key(ctx.fn, ctx.grid, ctx.call_args, self._wave_targets)
-        found = self.wave_reuse.get(key)
+        key = launch_key(ctx.fn, ctx.grid, ctx.call_args, self._wave_targets) if self.wave_reuse is not None else None
+        found = self.wave_reuse.get(key) if self.wave_reuse is not None else None
         if found is not None:
-            programs, rows = found
-            return {"programs": programs, "anchors": self.blob.put(rows), "contested": []}
-        wave = self._wave(ctx)
-        self.wave_reuse.put(key, wave["programs"], self._wave_rows_array)
-        return wave
+            count, rows = found
+        else:
+            count, rows = self._wave(ctx)
+            if self.wave_reuse is not None:
+                self.wave_reuse.put(key, count, rows)
+        # a provisional trace skips the sharing check: contested anchors only ever cost a config its
+        # sharing credit, so without the check a config looks no slower, and one the model picks is
+        # traced again densely, with the check, before anything about it is reported
+        contested = self._contested(ctx, rows) if self.dense else []
+        return {"programs": count, "anchors": self.blob.put(rows), "contested": contested}
 
-    def _wave(self, ctx: LaunchContext) -> dict[str, Any]:
+    def _wave(self, ctx: LaunchContext) -> tuple[int, np.ndarray]:
+        """Run the wave pass: (programs run, anchor rows ``[pid, tensor, site, sector]``)."""
         self._wave_rows = []
         count = min(ctx.num_programs, self.wave_programs)
         self.tagging = False                     # the wave pass records addresses only
@@ -322,12 +325,7 @@ class TraceSession(Session):
             self.tagging = True
             RECORDER.active = True
             CONTROL.first_trips_only = False
-        rows = self._wave_rows_array = np.array(self._wave_rows, dtype=np.int64).reshape(-1, 4)
-        # a provisional trace skips the sharing check: contested anchors only ever cost a config its
-        # sharing credit, so without the check a config looks no slower, and one the model picks is
-        # traced again densely, with the check, before anything about it is reported
-        contested = self._contested(ctx, rows) if self.dense else []
-        return {"programs": count, "anchors": self.blob.put(rows), "contested": contested}
+        return count, np.array(self._wave_rows, dtype=np.int64).reshape(-1, 4)
 
     def _contested(self, ctx: LaunchContext, rows: np.ndarray) -> list[int]:
         """Tensors whose anchors claim sharing that the programs' own loads deny.
