@@ -125,7 +125,8 @@ def compile_candidate(source: str, signatures_by_config: Mapping[str, Sequence[L
                       hardware: Sequence[str], *, cache: CompileCache | str | Path | None = None,
                       limits: SandboxLimits | None = None, sass: bool | str = "auto", workers: int | None = None,
                       mode: str | None = None,
-                      configs_by_hardware: Mapping[str, Sequence[str]] | None = None) -> CompileReport:
+                      configs_by_hardware: Mapping[str, Sequence[str]] | None = None,
+                      cached_only: bool = False) -> CompileReport:
     """Compile every launch of every config for every hardware; never raises for the candidate's faults.
 
     *signatures_by_config*: config key (e.g. ``candidate.config_key(config)``) ->
@@ -134,7 +135,9 @@ def compile_candidate(source: str, signatures_by_config: Mapping[str, Sequence[L
     a :class:`CompileCache`, a directory, or None (the default location).
     *sass*: disassemble every cubin (True), none (False) or those that spill
     ("auto").  *workers*: parallel ptxas runs (default: CPUs).  *configs_by_hardware*: when
-    given, only these config keys are compiled for each hardware (others: every config).  Raises
+    given, only these config keys are compiled for each hardware (others: every config).
+    *cached_only*: compile nothing; report only the configs whose every launch is in the cache
+    (free: the compile gate's look-up of configs that share launches with compiled ones).  Raises
     ``SignatureError`` for malformed records and ``HardwareError`` for unknown
     hardware (the caller's mistakes).
     """
@@ -166,6 +169,11 @@ def compile_candidate(source: str, signatures_by_config: Mapping[str, Sequence[L
         if entry is not None:
             done[key] = _entry_done(entry, cached=True)
     misses = [k for k in compiles if k not in done]
+    if cached_only and misses:
+        plan = {name: {cfg: keys for cfg, keys in configs.items() if all(k in done for k in keys)}
+                for name, configs in plan.items()}
+        compiles = {k: v for k, v in compiles.items() if k in done}
+        misses = []
     job_summary: dict[str, Any] = {}
     stage_seconds: dict[str, float] = {}
     if misses:

@@ -29,6 +29,7 @@ from ..candidate import HINT_PARAMS, ParamSpaceError, config_key, kernel_configs
 from ..task import Task
 from .judge.correctness import Judge, MalformedReport, plan_runs
 from .judge.anticheat import hack_gate
+from .judge.compile_gate import new_budget as new_compile_budget
 from ..harness.loader import WALL_FACTOR
 from ..harness.payload import child_task
 from ..records import INCONCLUSIVE, ConfigTrace, GateResult, VerifyResult
@@ -88,7 +89,7 @@ def check_hardware(names: list[str]) -> None:
 
 def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: int = 0,
            limits: SandboxLimits | None = None, max_kernel_configs: int = 8, trace_programs: int = 4,
-           tune: bool = True, mode: str | None = None, compile: bool = True, compile_top_k: int = 4,
+           tune: bool = True, mode: str | None = None, compile: bool = True, compile_top_k: int = 1,
            compile_cache: Any = None, trace_cache: Any = None) -> VerifyResult:
     """Run every gate on *source* for *task*; see the module docstring.
 
@@ -97,7 +98,7 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
     default config (the first value of every PARAMS entry; an ablation).
     *mode* picks the sandbox mode ("fork"/"spawn").  ``compile=False`` skips the
     compile gate (the model keeps its estimates everywhere); *compile_top_k* configs
-    per hardware are compiled, cached in *compile_cache* (a directory or None for
+    per hardware are compiled per round (the model's best, then what overtakes it), cached in *compile_cache* (a directory or None for
     the default location, see docs/compiler.md).  *trace_cache* (a :class:`TraceCache`) holds the
     traces of configs a candidate differing only in PARAMS had traced; only the others are traced.
     """
@@ -218,7 +219,8 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
                "first_call": len(plan) + 1, "run_checks": run_checks}
     return score_and_describe(task, traces, space, hardware, gates, seed=seed,
                               seconds_so_far=time.perf_counter() - start,
-                              compile_with={"source": source, "top_k": compile_top_k, "cache": compile_cache}
+                              compile_with={"source": source, "top_k": compile_top_k, "cache": compile_cache,
+                                            "budget": new_compile_budget()}
                               if compile else None, confirm_with=confirm, densify=densify)
 
 
@@ -433,7 +435,8 @@ def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, l
         if compile_with is not None:
             from .judge.compile_gate import compile_gate
             compiled, score, _ = compile_gate(compile_with["source"], task, traces, space, hardware, score,
-                                              seed=seed, top_k=compile_with["top_k"], cache=compile_with["cache"])
+                                              seed=seed, top_k=compile_with["top_k"], cache=compile_with["cache"],
+                                              budget=compile_with["budget"])
             compile_s += compiled.seconds
             compiled.seconds = compile_s
         todo = [c for c in picked_configs(score) if config_key(c) in provisional]

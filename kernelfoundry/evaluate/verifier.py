@@ -28,7 +28,7 @@ class VerifyOptions:
     max_kernel_configs: int = 8      # tuning configs sampled from the PARAMS space
     tune: bool = True                # False: only the default config (an ablation)
     compile: bool = True             # the compile gate (Triton's compiler for each real GPU)
-    compile_top_k: int = 4           # configs per hardware compiled
+    compile_top_k: int = 1           # configs per hardware compiled per round (compile gate)
     trace_programs: int = 4          # programs traced densely per launch
     timeout_s: float = DEFAULT_TIMEOUT_S     # CPU seconds per sandboxed job (default_limits)
     mode: str | None = None          # sandbox mode: "fork", "spawn" or None (the default)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kernelfoundry.candidate import default_config, parse_param_space, source_hash
-from kernelfoundry.compiler import CompileReport, compile_candidate
+from kernelfoundry.compiler import CompileCache, CompileReport, compile_candidate
 from kernelfoundry.compiler.asm import write_asm
 from kernelfoundry.compiler.capture import capture_task_signatures
 from kernelfoundry.compiler.gate import code_identity
@@ -103,6 +103,22 @@ def test_a_candidate_that_differs_only_in_params_shares_the_compiles(seed_report
     reads = source + "\nWIDEST = max(PARAMS['BLOCK'])\n"
     assert code_identity(reads) == source_hash(reads)
     assert code_identity(reads.replace("[256, 512]", "[256, 1024]")) != code_identity(reads)
+
+
+def test_cached_only_reports_the_configs_whose_launches_are_compiled_and_compiles_nothing(tmp_path):
+    task = load_task(REPO / "experiments/tasks/relu.yaml")
+    source = task.seed_sources()[0][1]
+    space = parse_param_space(source)
+    (known,) = capture_task_signatures(source, task, [default_config(space)]).values()
+    (new,) = capture_task_signatures(source, task, [{**default_config(space), "BLOCK": 512}]).values()
+    assert new != known
+    cache = CompileCache(tmp_path)
+    assert compile_candidate(source, {"known": known}, ["h100"], cache=cache).cache_misses == 1
+    writes = cache.stats()["writes"]
+    report = compile_candidate(source, {"known": known, "new": new}, ["h100"], cache=cache, cached_only=True)
+    assert list(report.hardware["h100"].configs) == ["known"]            # "new" needs a compile: left out
+    assert report.job == {} and report.cache_misses == 0 and report.cache_hits == 1
+    assert cache.stats()["writes"] == writes and report.hardware["h100"].configs["known"].ok
 
 
 def test_report_round_trips_through_json(seed_reports):
