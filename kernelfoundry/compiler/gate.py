@@ -126,7 +126,7 @@ def compile_candidate(source: str, signatures_by_config: Mapping[str, Sequence[L
                       limits: SandboxLimits | None = None, sass: bool | str = "auto", workers: int | None = None,
                       mode: str | None = None,
                       configs_by_hardware: Mapping[str, Sequence[str]] | None = None,
-                      cached_only: bool = False) -> CompileReport:
+                      cached_only: bool = False, known: set[str] | None = None) -> CompileReport:
     """Compile every launch of every config for every hardware; never raises for the candidate's faults.
 
     *signatures_by_config*: config key (e.g. ``candidate.config_key(config)``) ->
@@ -137,7 +137,9 @@ def compile_candidate(source: str, signatures_by_config: Mapping[str, Sequence[L
     ("auto").  *workers*: parallel ptxas runs (default: CPUs).  *configs_by_hardware*: when
     given, only these config keys are compiled for each hardware (others: every config).
     *cached_only*: compile nothing; report only the configs whose every launch is in the cache
-    (free: the compile gate's look-up of configs that share launches with compiled ones).  Raises
+    (free: the compile gate's look-up of configs that share launches with compiled ones) and, with
+    *known*, among those compile keys (what one verify compiled itself: its outcome must not depend
+    on what else the cache holds).  Raises
     ``SignatureError`` for malformed records and ``HardwareError`` for unknown
     hardware (the caller's mistakes).
     """
@@ -165,6 +167,8 @@ def compile_candidate(source: str, signatures_by_config: Mapping[str, Sequence[L
             plan[name][cfg] = keys
     done: dict[str, _Done] = {}
     for key in compiles:
+        if cached_only and known is not None and key not in known:
+            continue
         entry = cache.get(key)
         if entry is not None:
             done[key] = _entry_done(entry, cached=True)

@@ -119,6 +119,12 @@ def test_cached_only_reports_the_configs_whose_launches_are_compiled_and_compile
     assert list(report.hardware["h100"].configs) == ["known"]            # "new" needs a compile: left out
     assert report.job == {} and report.cache_misses == 0 and report.cache_hits == 1
     assert cache.stats()["writes"] == writes and report.hardware["h100"].configs["known"].ok
+    # with *known*, only those compile keys count (one verify's own compiles)
+    key = report.hardware["h100"].configs["known"].kernels[0].key
+    assert list(compile_candidate(source, {"known": known}, ["h100"], cache=cache, cached_only=True,
+                                  known=set()).hardware["h100"].configs) == []
+    assert list(compile_candidate(source, {"known": known}, ["h100"], cache=cache, cached_only=True,
+                                  known={key}).hardware["h100"].configs) == ["known"]
 
 
 def test_report_round_trips_through_json(seed_reports):

@@ -33,13 +33,14 @@ class FakeToolchain:
         self.cache: set[str] = set()
         self.jobs: list[list[str]] = []           # config keys compiled per real job
 
-    def compile_configs(self, source, wanted, sigs, cache, already, *, cached_only=False):
+    def compile_configs(self, source, wanted, sigs, cache, already, *, cached_only=False, known=None):
         keys = [config_key(c) for c in wanted.get("h100", []) if ("h100", config_key(c)) not in already]
         if not keys:
             return None
         by_key = {config_key(c): c for c in CONFIGS}
         if cached_only:
-            keys = [k for k in keys if all(launch in self.cache for launch in _launches(by_key[k]))]
+            keys = [k for k in keys if all(launch in self.cache and (known is None or launch in known)
+                                           for launch in _launches(by_key[k]))]
         else:
             self.jobs.append(keys)
             for k in keys:
@@ -132,3 +133,14 @@ def test_when_the_pick_does_not_compile_the_next_round_adds_the_default(toolchai
     assert fake.jobs[0] == ["A=32,B=2,num_warps=4"]
     assert "A=16,B=1,num_warps=4" in fake.jobs[1]                   # the default, as the safety net
     assert result.passed and config_key(score.hardware["h100"].best_params) != "A=32,B=2,num_warps=4"
+
+
+def test_what_else_the_cache_holds_does_not_change_the_outcome(toolchain):
+    cold = toolchain([5.0, 4.0, 3.0, 1.0, 2.0, 6.0], penalty=10.0)
+    _, cold_score, cold_details = _run(cold)
+    warm = toolchain([5.0, 4.0, 3.0, 1.0, 2.0, 6.0], penalty=10.0)
+    warm.cache.update(launch for config in CONFIGS for launch in _launches(config))   # another verify's compiles
+    _, warm_score, warm_details = _run(warm)
+    assert warm_score.hardware["h100"].best_params == cold_score.hardware["h100"].best_params
+    assert warm.jobs == cold.jobs
+    assert set(warm_details["hardware"]["h100"]["configs"]) == set(cold_details["hardware"]["h100"]["configs"])

@@ -83,10 +83,12 @@ def _wanted(ranked: dict[str, list[dict[str, Any]]], default: dict[str, Any], to
 
 
 def compile_configs(source: str, wanted: dict[str, list[dict[str, Any]]], sigs_by_kernel: dict[str, Any],
-                    cache: Any, already: set[tuple[str, str]], *, cached_only: bool = False) -> Any:
+                    cache: Any, already: set[tuple[str, str]], *, cached_only: bool = False,
+                    known: set[str] | None = None) -> Any:
     """Compile each hardware's *wanted* configs (full configs) not compiled for it yet, in one job;
     returns the compiler's report (None when there is nothing to do).  *cached_only*: compile
-    nothing, report the wanted configs whose every launch is already in the cache."""
+    nothing, report the wanted configs whose every launch is already in the cache, among the compile
+    keys *known*."""
     from ...compiler import compile_candidate
     todo, per_hardware = {}, {}
     for name, configs in wanted.items():
@@ -98,7 +100,7 @@ def compile_configs(source: str, wanted: dict[str, list[dict[str, Any]]], sigs_b
                 per_hardware.setdefault(name, []).append(key)
     if not todo:
         return None
-    return compile_candidate(source, todo, list(wanted), cache=cache, cached_only=cached_only,
+    return compile_candidate(source, todo, list(wanted), cache=cache, cached_only=cached_only, known=known,
                              configs_by_hardware={n: per_hardware.get(n, []) for n in wanted})
 
 
@@ -167,12 +169,13 @@ def compile_gate(source: str, task: Any, traces: list[ConfigTrace], space: dict[
                     exclude.setdefault(name, set()).add(key)
 
     while True:
-        # configs ranked ahead of the best compiled one whose every launch is compiled already (they share
-        # launches with compiled configs): their figures are free
+        # configs ranked ahead of the best compiled one whose every launch this verify has compiled already
+        # (they share launches with compiled configs): their figures are free.  Only this verify's own
+        # compiles count, so the outcome never depends on what else the cache holds.
         for _ in range(RANKED_AHEAD):
             ok = {name: set(configs) for name, configs in resources.items()}
             ahead = _wanted(score.ranked, default, RANKED_AHEAD, hardware, compiled, ok, statuses)
-            report = compile_configs(source, ahead, sigs, cache, compiled, cached_only=True)
+            report = compile_configs(source, ahead, sigs, cache, compiled, cached_only=True, known=budget["seen"])
             if report is None or not any(hw.configs for hw in report.hardware.values()):
                 break
             absorb(report)
