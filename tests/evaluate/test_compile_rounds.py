@@ -27,8 +27,9 @@ def _launches(config):
 class FakeToolchain:
     """A compile cache of launches and a model whose estimates the compiled figures multiply by *penalty*."""
 
-    def __init__(self, estimate, penalty=1.0, fails=()):
+    def __init__(self, estimate, penalty=1.0, fails=(), ranked=16):
         self.estimate = {config_key(c): v for c, v in zip(CONFIGS, estimate)}
+        self.ranked = ranked                      # how many configs the model's ranking holds
         self.penalty, self.fails = penalty, set(fails)
         self.cache: set[str] = set()
         self.jobs: list[list[str]] = []           # config keys compiled per real job
@@ -67,7 +68,7 @@ class FakeToolchain:
         best = by_key[order[0]] if order else {}
         hw = SimpleNamespace(best_params=dict(best), latency_s=latency.get(order[0]) if order else None,
                              compiled="", estimated_latency_s=None)
-        return SimpleNamespace(ranked={"h100": [dict(by_key[k]) for k in order]}, hardware={"h100": hw})
+        return SimpleNamespace(ranked={"h100": [dict(by_key[k]) for k in order[:self.ranked]]}, hardware={"h100": hw})
 
 
 @pytest.fixture
@@ -144,3 +145,16 @@ def test_what_else_the_cache_holds_does_not_change_the_outcome(toolchain):
     assert warm_score.hardware["h100"].best_params == cold_score.hardware["h100"].best_params
     assert warm.jobs == cold.jobs
     assert set(warm_details["hardware"]["h100"]["configs"]) == set(cold_details["hardware"]["h100"]["configs"])
+
+
+def test_a_later_call_falls_back_on_the_verifys_compiled_configs_however_far_down_they_rank(toolchain):
+    fake = toolchain([5.0, 4.0, 3.0, 1.0, 2.0, 6.0], penalty=10.0, ranked=2)
+    budget = gate.new_budget()
+    _run(fake, budget)
+    assert budget["rounds"] == 0 and budget["compiled"]["h100"]
+    # the pipeline's next round (denser traces): the A=16 configs, never compiled, now rank first
+    fake.estimate.update({"A=16,B=1,num_warps=4": 0.5, "A=16,B=2,num_warps=4": 0.6})
+    result, score, details = _run(fake, budget)
+    best = config_key(score.hardware["h100"].best_params)
+    assert best in budget["compiled"]["h100"] and details["hardware"]["h100"]["configs"][best]["ok"]
+    assert details["dropped_uncompiled"]["h100"] >= 2 and "not compiled" in result.reason

@@ -105,8 +105,9 @@ def compile_configs(source: str, wanted: dict[str, list[dict[str, Any]]], sigs_b
 
 
 def new_budget() -> dict[str, Any]:
-    """One verify's compile budget: :data:`MAX_ROUNDS` compile jobs, and the compile keys seen and missed."""
-    return {"rounds": MAX_ROUNDS, "seen": set(), "missed": set()}
+    """One verify's compile budget: :data:`MAX_ROUNDS` compile jobs, the compile keys seen and missed, and
+    per hardware the configs that compiled (looked up again by the verify's later calls)."""
+    return {"rounds": MAX_ROUNDS, "seen": set(), "missed": set(), "compiled": {}}
 
 
 def _uncompiled_ahead(score: Any, resources: dict[str, dict[str, Any]],
@@ -168,33 +169,50 @@ def compile_gate(source: str, task: Any, traces: list[ConfigTrace], space: dict[
                 else:
                     exclude.setdefault(name, set()).add(key)
 
+    def run(wanted: dict[str, list[dict[str, Any]]], cached_only: bool) -> Any:
+        report = compile_configs(source, wanted, sigs, cache, compiled, cached_only=cached_only,
+                                 known=budget["seen"] if cached_only else None)
+        if report is not None:
+            absorb(report)
+            for name, configs in wanted.items():
+                for config in configs:
+                    if config_key(config) in resources.get(name, {}):
+                        budget["compiled"].setdefault(name, {})[config_key(config)] = config
+        return report
+
+    # the configs this verify's earlier calls compiled, wherever the model ranks them now: the pick can
+    # always fall back on one of them when the budget is spent
+    if budget["compiled"]:
+        carried = run({name: list(configs.values()) for name, configs in budget["compiled"].items()},
+                      cached_only=True)
+        if carried is not None and any(hw.configs for hw in carried.hardware.values()):
+            score = score_candidate(task, traces, space, hardware, seed=seed, exclude=exclude, compiled=resources)
     while True:
         # configs ranked ahead of the best compiled one whose every launch this verify has compiled already
         # (they share launches with compiled configs): their figures are free.  Only this verify's own
         # compiles count, so the outcome never depends on what else the cache holds.
         for _ in range(RANKED_AHEAD):
             ok = {name: set(configs) for name, configs in resources.items()}
-            ahead = _wanted(score.ranked, default, RANKED_AHEAD, hardware, compiled, ok, statuses)
-            report = compile_configs(source, ahead, sigs, cache, compiled, cached_only=True, known=budget["seen"])
+            report = run(_wanted(score.ranked, default, RANKED_AHEAD, hardware, compiled, ok, statuses),
+                         cached_only=True)
             if report is None or not any(hw.configs for hw in report.hardware.values()):
                 break
-            absorb(report)
             # the compiler's registers, shared memory and spills replace the model's estimates
             score = score_candidate(task, traces, space, hardware, seed=seed, exclude=exclude, compiled=resources)
         if budget["rounds"] <= 0:
             break
         ok = {name: set(configs) for name, configs in resources.items()}
-        report = compile_configs(source, _wanted(score.ranked, default, top_k, hardware, compiled, ok, statuses),
-                                 sigs, cache, compiled)
+        report = run(_wanted(score.ranked, default, top_k, hardware, compiled, ok, statuses), cached_only=False)
         if report is None:
             break
         rounds += 1
         budget["rounds"] -= 1
-        absorb(report)
         score = score_candidate(task, traces, space, hardware, seed=seed, exclude=exclude, compiled=resources)
-    dropped = _uncompiled_ahead(score, resources, statuses)
-    if dropped:                     # the picks kept moving: the model picks among the compiled configs
-        for name, keys in dropped.items():
+    # the picks kept moving: the model picks among the compiled configs (the ranking holds 16 at a time)
+    dropped: dict[str, set[str]] = {}
+    while ahead := _uncompiled_ahead(score, resources, statuses):
+        for name, keys in ahead.items():
+            dropped.setdefault(name, set()).update(keys)
             exclude.setdefault(name, set()).update(keys)
         score = score_candidate(task, traces, space, hardware, seed=seed, exclude=exclude, compiled=resources)
     if resources:                   # the model's own estimates, kept beside the compiled figures
