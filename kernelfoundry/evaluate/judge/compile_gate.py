@@ -60,23 +60,29 @@ def _kernel_part(config: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in config.items() if k not in HINT_PARAMS}
 
 
+def _ahead(ranked: list[dict[str, Any]] | None, ok: dict[str, Any]) -> list[dict[str, Any]]:
+    """The configs *ranked* ahead of the first one in *ok* (compiled there): all of them when none is."""
+    out = []
+    for config in ranked or []:
+        if config_key(config) in ok:
+            break
+        out.append(config)
+    return out
+
+
 def _wanted(ranked: dict[str, list[dict[str, Any]]], default: dict[str, Any], top_k: int, hardware: list[str],
-            compiled: set[tuple[str, str]], ok: dict[str, set[str]],
+            compiled: set[tuple[str, str]], resources: dict[str, dict[str, Any]],
             statuses: dict[str, dict[str, str]]) -> dict[str, list[dict[str, Any]]]:
-    """Per hardware with a backend: the (at most *top_k*) configs ranked ahead of its best compiled
-    one, and the default when nothing has compiled for it yet (after a first round)."""
+    """Per hardware with a backend: the (at most *top_k*) configs not compiled yet ranked ahead of its
+    best compiled one, and the default when nothing has compiled for it yet (after a first round)."""
     out = {}
     for name in hardware:
         if statuses.get(name, {}).get("status") == "no_backend":
             continue
-        configs: dict[str, dict[str, Any]] = {}
-        for config in ranked.get(name) or []:
-            key = config_key(config)
-            if key in ok.get(name, set()) or len(configs) >= top_k:
-                break
-            if (name, key) not in compiled:
-                configs[key] = config
-        if not ok.get(name) and any(n == name for n, _ in compiled):
+        ok = resources.get(name, {})
+        configs = {config_key(c): c for c in _ahead(ranked.get(name), ok) if (name, config_key(c)) not in compiled}
+        configs = dict(list(configs.items())[:top_k])
+        if not ok and any(n == name for n, _ in compiled):
             configs.setdefault(config_key(default), default)
         out[name] = list(configs.values())
     return out
@@ -110,23 +116,11 @@ def new_budget() -> dict[str, Any]:
     return {"rounds": MAX_ROUNDS, "seen": set(), "missed": set(), "compiled": {}}
 
 
-def _uncompiled_ahead(score: Any, resources: dict[str, dict[str, Any]],
-                      statuses: dict[str, dict[str, str]]) -> dict[str, set[str]]:
+def _uncompiled_ahead(score: Any, resources: dict[str, dict[str, Any]]) -> dict[str, set[str]]:
     """Per hardware with a compiled config: the configs the model still ranks ahead of its best
     compiled one (never compiled: the rounds ran out)."""
-    out: dict[str, set[str]] = {}
-    for name, ok in resources.items():
-        if statuses.get(name, {}).get("status") == "no_backend":
-            continue
-        ahead = []
-        for config in score.ranked.get(name) or []:
-            key = config_key(config)
-            if key in ok:
-                break
-            ahead.append(key)
-        if ahead:
-            out[name] = set(ahead)
-    return out
+    out = {name: {config_key(c) for c in _ahead(score.ranked.get(name), ok)} for name, ok in resources.items()}
+    return {name: keys for name, keys in out.items() if keys}
 
 
 def compile_gate(source: str, task: Any, traces: list[ConfigTrace], space: dict[str, list[Any]],
@@ -146,7 +140,6 @@ def compile_gate(source: str, task: Any, traces: list[ConfigTrace], space: dict[
     resources: dict[str, dict[str, list[dict[str, Any]]]] = {}     # hardware -> config -> per launch
     reports = []
     budget = budget if budget is not None else new_budget()
-    rounds = 0
 
     def absorb(report: Any) -> None:
         reports.append(report.to_dict())
@@ -192,8 +185,7 @@ def compile_gate(source: str, task: Any, traces: list[ConfigTrace], space: dict[
         # (they share launches with compiled configs): their figures are free.  Only this verify's own
         # compiles count, so the outcome never depends on what else the cache holds.
         for _ in range(RANKED_AHEAD):
-            ok = {name: set(configs) for name, configs in resources.items()}
-            report = run(_wanted(score.ranked, default, RANKED_AHEAD, hardware, compiled, ok, statuses),
+            report = run(_wanted(score.ranked, default, RANKED_AHEAD, hardware, compiled, resources, statuses),
                          cached_only=True)
             if report is None or not any(hw.configs for hw in report.hardware.values()):
                 break
@@ -201,16 +193,15 @@ def compile_gate(source: str, task: Any, traces: list[ConfigTrace], space: dict[
             score = score_candidate(task, traces, space, hardware, seed=seed, exclude=exclude, compiled=resources)
         if budget["rounds"] <= 0:
             break
-        ok = {name: set(configs) for name, configs in resources.items()}
-        report = run(_wanted(score.ranked, default, top_k, hardware, compiled, ok, statuses), cached_only=False)
+        report = run(_wanted(score.ranked, default, top_k, hardware, compiled, resources, statuses),
+                     cached_only=False)
         if report is None:
             break
-        rounds += 1
         budget["rounds"] -= 1
         score = score_candidate(task, traces, space, hardware, seed=seed, exclude=exclude, compiled=resources)
     # the picks kept moving: the model picks among the compiled configs (the ranking holds 16 at a time)
     dropped: dict[str, set[str]] = {}
-    while ahead := _uncompiled_ahead(score, resources, statuses):
+    while ahead := _uncompiled_ahead(score, resources):
         for name, keys in ahead.items():
             dropped.setdefault(name, set()).update(keys)
             exclude.setdefault(name, set()).update(keys)
@@ -221,7 +212,8 @@ def compile_gate(source: str, task: Any, traces: list[ConfigTrace], space: dict[
             if name in resources and name in estimated.hardware:
                 hw_score.estimated_latency_s = estimated.hardware[name].latency_s
     details = {"hardware": {}, "cache_hits": len(budget["seen"] - budget["missed"]),
-               "cache_misses": len(budget["missed"]), "reports": reports, "rounds": rounds,
+               "cache_misses": len(budget["missed"]), "reports": reports,
+               "compile_jobs": MAX_ROUNDS - budget["rounds"],
                "dropped_uncompiled": {name: len(keys) for name, keys in dropped.items()},
                "best": {h: config_key(score.hardware[h].best_params) for h in hardware
                         if h in score.hardware and score.hardware[h].best_params}}
