@@ -9,8 +9,9 @@ GPU), with the in-sample figure beside it.  ``cross_gpu`` holds, per predictor, 
 a GPU no constant was fitted on.
 
 :func:`error_band` never borrows: the band is the kind's own, on that hardware, or on another GPU
-of the same hardware family (vendor and kind: NVIDIA GPUs) widened to at least the cross-GPU error;
-a kind or a hardware family with no measurements is "unvalidated".
+of the same hardware family (vendor and kind: NVIDIA GPUs) widened to at least the largest
+cross-GPU error measured on that family; a kind or a hardware family with no measurements is
+"unvalidated".
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ def error_band(task_or_kind: Task | str, hardware_name: str, *, predictor: str =
              and hardware_family(c["hardware"]) == family]
     if not cross:          # no GPU of the family was ever predicted without its own fit: cannot widen honestly
         return ErrorBand(predictor, kind, hardware_name, "", 0, None)
-    c = max(cross, key=lambda b: b["n"])
+    c = max(cross, key=lambda b: (float(b["p80_pct"]), b["n"]))   # the family's widest cross-GPU error
     band = _band(predictor, kind, hardware_name, best)
     return ErrorBand(predictor, kind, hardware_name, best["hardware"], band.n, max(band.pct, float(c["p80_pct"])),
                      band.median_pct, band.in_sample_pct, band.pct, float(c["p80_pct"]), int(c["n"]), band.method)

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from kernelfoundry.fidelity.crossval import RULE_KNOBS, family, held_out
+from kernelfoundry.fidelity.crossval import FITTED_FIGURES, RULE_KNOBS, RULES_FITTED_ON, family, held_out
 from kernelfoundry.fidelity.dataset import load_dataset
 from kernelfoundry.fidelity.predict import row_models
 
@@ -54,3 +54,12 @@ def test_eager_rows_of_another_gpu_are_held_out_by_gpu():
     ho = held_out(ds, row_models(ds))
     assert ho.method == "leave-GPU-out" and ho.gpu_out_ms == ho.predicted_ms
     assert ho.refits["gpu"]["dram_efficiency"] == (0.85,)       # the prior, not the figure fitted on A100 rows
+
+
+@pytest.mark.parametrize("stem", ["liger_h100nvl", "liger_h100nvl_eager"])
+def test_h100_nvl_rows_are_held_out_of_every_fit(stem):
+    """Nothing was fitted on the H100 NVL: no rule constant, no figure of its hardware file."""
+    ds = load_dataset(FIDELITY_DIR / f"{stem}.yaml")
+    assert ds.hardware not in FITTED_FIGURES and ds.name not in RULES_FITTED_ON
+    ho = held_out(ds, row_models(ds))
+    assert ho.method == "not fitted on" and ho.gpu_out_ms == ho.predicted_ms and not ho.refits

@@ -11,13 +11,27 @@ from .common import FIDELITY_DIR, DATASETS
 
 def test_committed_datasets_load():
     names = {load_dataset(p).name for p in DATASETS}
-    assert {"kernelbench_h100", "liger_a100", "liger_a100_eager"} <= names
+    assert {"kernelbench_h100", "liger_a100", "liger_a100_eager", "liger_h100nvl", "liger_h100nvl_eager"} <= names
     kb = load_dataset(FIDELITY_DIR / "kernelbench_h100.yaml")
     assert len(kb.rows) == 137 and kb.predictor == "eager" and kb.hardware == "h100"
     assert sum(r.weight < 1 for r in kb.rows) == 3                  # the three noisy problems
     lg = load_dataset(FIDELITY_DIR / "liger_a100.yaml")
     assert lg.predictor == "kernel" and all(r.task.is_file() and r.kernel.is_file() for r in lg.rows)
     assert all(load_thresholds(load_dataset(p)) for p in DATASETS)
+
+
+@pytest.mark.parametrize("stem", ["liger_h100nvl", "liger_h100nvl_eager"])
+def test_h100_nvl_rows_mirror_the_a100_rows(stem):
+    """Same benchmark, same shapes and launch rules: only the GPU and the measured numbers differ."""
+    nvl = load_dataset(FIDELITY_DIR / f"{stem}.yaml")
+    a100 = load_dataset(FIDELITY_DIR / f"{stem.replace('h100nvl', 'a100')}.yaml")
+    assert nvl.hardware == "h100-nvl" and nvl.timing == "do_bench" and nvl.predictor == a100.predictor
+    assert nvl.source["commit"] == "3534d4461ca89319e29c890c1a4c20cb2a615d5f"
+    assert [r.id for r in nvl.rows] == [r.id for r in a100.rows] and len(nvl.rows) == 25
+    for n, a in zip(nvl.rows, a100.rows):
+        assert (n.kind, n.task, n.kernel, n.shape, n.config, n.reference, n.inputs) == \
+               (a.kind, a.task, a.kernel, a.shape, a.config, a.reference, a.inputs), n.id
+        assert n.spread_ms[0] <= n.measured_ms <= n.spread_ms[1] and n.measured_ms != a.measured_ms
 
 
 def test_cli_path_expansion_skips_tasks_thresholds_and_kernels():

@@ -7,7 +7,7 @@ from kernelfoundry.fidelity.dataset import load_dataset
 from kernelfoundry.fidelity.traces import load_cached
 from kernelfoundry.task import load_task
 
-from .common import FIDELITY_DIR
+from .common import DATASETS, FIDELITY_DIR
 
 KERNELS = sorted(p.stem for p in (FIDELITY_DIR / "liger").glob("*.py"))
 
@@ -20,8 +20,9 @@ def test_liger_style_kernel_passes_verify(name):
     assert {t.shape_index for t in result.traces} == set(range(len(task.target_shapes)))
 
 
-def test_every_kernel_row_has_a_fresh_trace_cache():
-    ds = load_dataset(FIDELITY_DIR / "liger_a100.yaml")
+@pytest.mark.parametrize("path", [p for p in DATASETS if load_dataset(p).predictor == "kernel"], ids=lambda p: p.stem)
+def test_every_kernel_row_has_a_fresh_trace_cache(path):
+    ds = load_dataset(path)
     stale = sorted({r.task.name for r in ds.rows if load_cached(FIDELITY_DIR, r.task, r.kernel) is None})
     assert not stale, (f"stale or missing trace caches for {stale}: regenerate with "
-                       f"python -m kernelfoundry.fidelity experiments/fidelity/liger_a100.yaml --refresh-traces")
+                       f"python -m kernelfoundry.fidelity experiments/fidelity/{path.name} --refresh-traces")

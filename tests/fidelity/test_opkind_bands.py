@@ -14,7 +14,7 @@ from .common import FIDELITY_DIR
 
 
 def test_classifier_agrees_with_the_eager_datasets():
-    for name in ("kernelbench_h100", "liger_a100_eager"):
+    for name in ("kernelbench_h100", "liger_a100_eager", "liger_h100nvl_eager"):
         ds = load_dataset(FIDELITY_DIR / f"{name}.yaml")
         wrong = [(r.id, r.kind, k) for r in ds.rows
                  if (k := classify(profile_function(r.reference, list(r.inputs)))) != r.kind]
@@ -88,3 +88,26 @@ def test_band_note_never_borrows():
     npu = band_note("norm", "ascend910b2")
     assert "±" not in npu and npu.count(": unvalidated") == 2 and "a100" not in npu
     assert "unvalidated" in band_note("softmax", "no-such-gpu")
+
+
+def test_a_measured_gpu_gets_its_own_held_out_band():
+    """The H100 NVL rows were never fitted on: its bands are its own, in-sample equal to held-out."""
+    for predictor in ("kernel", "eager"):
+        row = _row(predictor, "norm", "h100-nvl")
+        band = error_band("norm", "h100-nvl", predictor=predictor)
+        assert band.exact and band.measured_on == "h100-nvl" and band.n == row["n"] == 11
+        assert band.pct == row["p80_pct"] == row["in_sample_p80_pct"] and row["method"] == "not fitted on"
+        assert "none measured" not in band.detail()
+
+
+def test_widening_takes_the_largest_cross_gpu_error_of_the_family(monkeypatch):
+    from kernelfoundry.fidelity import bands
+    band = {"predictor": "kernel", "kind": "norm", "hardware": "a100-pcie", "dataset": "d", "n": 11,
+            "method": "leave-family-out", "p80_pct": 10.0, "median_pct": 5.0, "in_sample_p80_pct": 11.0,
+            "in_sample_median_pct": 6.0}
+    cross = [{"predictor": "kernel", "hardware": hw, "dataset": "d", "n": 25, "p80_pct": p, "median_pct": 1.0}
+             for hw, p in (("a100-pcie", 19.0), ("h100-nvl", 22.0), ("ascend910b2", 90.0))]
+    for order in (cross, cross[::-1]):
+        monkeypatch.setattr(bands, "load_table", lambda order=order: {"bands": [band], "cross_gpu": order})
+        got = bands.error_band("norm", "h200")
+        assert got.measured_on == "a100-pcie" and got.pct == 22.0 and got.cross_gpu_pct == 22.0   # not the NPU's

@@ -1,8 +1,11 @@
-"""The dataset importer reproduces the committed datasets; the calibration command runs."""
+"""The dataset importers reproduce the committed datasets; the calibration command runs."""
 
+import csv
 import importlib.util
+import json
 
 import pytest
+import yaml
 
 from kernelfoundry import REPO_DIR
 from kernelfoundry.fidelity.calibrate import main as calibrate
@@ -21,6 +24,52 @@ def test_importer_reproduces_the_committed_datasets(tmp_path, monkeypatch):
     assert module.main([str(SHARED)]) == 0
     for name in ("kernelbench_h100.yaml", "liger_a100.yaml", "liger_a100_eager.yaml"):
         assert (tmp_path / name).read_text() == (FIDELITY_DIR / name).read_text(), name
+
+
+def _liger_csv(path, gpu_name):
+    """A benchmark CSV in Liger-Kernel's column layout holding the committed H100 NVL rows, plus rows the
+    importer must leave out (another provider, another mode, memory, a kernel with no task here)."""
+    configs = {"rms_norm": {"M": 2048, "dtype": "torch.bfloat16", "eps": 1e-06},
+               "layer_norm": {"M": 4096, "dtype": "torch.float32", "eps": 1e-06}, "cross_entropy": {"B": 8, "T": 2048},
+               "rope H": {"dtype": "torch.bfloat16", "seq_len": 2048, "num_q_heads": 32, "num_kv_heads": 8},
+               "rope T": {"dtype": "torch.bfloat16", "hidden_size": 8192, "num_q_heads": 32, "num_kv_heads": 8}}
+    cols = ["kernel_name", "kernel_provider", "kernel_operation_mode", "metric_name", "metric_unit", "x_name",
+            "x_label", "x_value", "y_value_50", "y_value_20", "y_value_80", "extra_benchmark_config_str", "gpu_name",
+            "timestamp", "liger_version"]
+    rows = []
+    for stem, provider in (("liger_h100nvl", "liger"), ("liger_h100nvl_eager", "huggingface")):
+        for r in yaml.safe_load((FIDELITY_DIR / f"{stem}.yaml").read_text())["rows"]:
+            name, sweep = r["id"].split("/")
+            x_name, x = sweep.split("=")
+            cfg = configs[f"{name} {x_name}" if name == "rope" else name]
+            rows.append([name, provider, "forward", "speed", "ms", x_name, "x", x, repr(r["measured_ms"]),
+                         repr(r["spread_ms"][0]), repr(r["spread_ms"][1]), json.dumps(cfg), gpu_name,
+                         "2025-01-25 23:42:32", "0.5.2"])
+    base = rows[0]
+    rows += [["rms_norm", "torchcompile"] + base[2:], base[:2] + ["full"] + base[3:],
+             base[:3] + ["memory", "MB"] + base[5:], ["geglu"] + base[1:]]
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(cols)
+        writer.writerows(rows)
+
+
+def test_csv_importer_reproduces_the_committed_h100_nvl_datasets(tmp_path, monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(FIDELITY_DIR))
+    spec = importlib.util.spec_from_file_location("import_liger_csv", FIDELITY_DIR / "import_liger_csv.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "HERE", tmp_path)
+    _liger_csv(tmp_path / "bench.csv", "NVIDIA H100 NVL")
+    assert module.main([str(tmp_path / "bench.csv")]) == 0
+    for name in ("liger_h100nvl.yaml", "liger_h100nvl_eager.yaml"):
+        assert (tmp_path / name).read_text() == (FIDELITY_DIR / name).read_text(), name
+    out = capsys.readouterr().out
+    assert "25 rows (rms_norm 6, layer_norm 5, rope 8, cross_entropy 6)" in out
+    assert "geglu: no Liger-style kernel or task here: 1" in out and "torchcompile rows" in out
+    _liger_csv(tmp_path / "other.csv", "NVIDIA A100 80GB PCIe")
+    with pytest.raises(SystemExit, match="expected 'NVIDIA H100 NVL'"):
+        module.main([str(tmp_path / "other.csv")])
 
 
 def test_calibrate_prints_fits(capsys):
