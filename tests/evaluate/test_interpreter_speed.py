@@ -81,3 +81,72 @@ def test_the_dtype_table_matches_the_original(name):
     assert fast(dtype) == original(dtype)
     assert fast(tl.block_type(dtype, [4])) == original(tl.block_type(dtype, [4]))
     assert fast(tl.pointer_type(dtype)) == np.dtype(np.uint64)
+
+
+def _block_state(t) -> tuple:
+    return (t.element_ty, [int(d) for d in t.shape], t.numel, t.name)
+
+
+def _tensor_state(t) -> tuple:
+    return (t.handle, t.type, t.dtype, [d.value for d in t.shape], t.numel.value, type(t.shape), type(t.numel))
+
+
+@pytest.mark.parametrize("shape", [[16], [4, 32], [tl.constexpr(8), 2], "tuple", [1, 1, 64]])
+def test_cached_block_types_and_tensors_have_the_originals_state(shape):
+    if shape == "tuple":
+        shape = tl.tuple([2, 8])
+    original_block, original_tensor = tl.block_type.__init__, tl.tensor.__init__
+    if getattr(original_block, "_kf_fast", False):
+        pytest.skip("the fast constructors are installed in this process")
+    fast_block = interpreter_speed._fast_block_type_init(original_block)
+    fast_tensor = interpreter_speed._fast_tensor_init(original_tensor)
+    handle = interp.TensorHandle(np.zeros(4, dtype=np.float32), tl.float32)
+    for element in (tl.float32, tl.pointer_type(tl.float16), tl.int1):
+        slow = tl.block_type.__new__(tl.block_type)
+        original_block(slow, element, shape)
+        shapes = []
+        for _ in range(2):                                   # the first call fills the cache, the second hits it
+            fast = tl.block_type.__new__(tl.block_type)
+            fast_block(fast, element, shape)
+            assert _block_state(fast) == _block_state(slow)
+            assert fast == slow
+            shapes.append(fast.shape)
+            for ty in (fast, element):                       # a block and a scalar value
+                want = tl.tensor.__new__(tl.tensor)
+                original_tensor(want, handle, ty)
+                got = tl.tensor.__new__(tl.tensor)
+                fast_tensor(got, handle, ty)
+                assert _tensor_state(got) == _tensor_state(want)
+        assert shapes[0] is shapes[1]                        # the second came from the cache
+
+
+@pytest.mark.parametrize("shape, error", [([3], ValueError), ([], TypeError), ((4,), AssertionError),
+                                          ([4.0], TypeError), ([True, 4], None)])
+def test_cached_block_types_refuse_what_the_original_refuses(shape, error):
+    original = tl.block_type.__init__
+    if getattr(original, "_kf_fast", False):
+        pytest.skip("the fast constructors are installed in this process")
+    fast = interpreter_speed._fast_block_type_init(original)
+    for _ in range(2):
+        if error is None:                                     # a bool dim: whatever the original makes of it
+            want = tl.block_type.__new__(tl.block_type)
+            original(want, tl.float32, shape)
+            got = tl.block_type.__new__(tl.block_type)
+            fast(got, tl.float32, shape)
+            assert _block_state(got) == _block_state(want) and got._kf_dims is None
+            continue
+        with pytest.raises(error):
+            original(tl.block_type.__new__(tl.block_type), tl.float32, shape)
+        with pytest.raises(error):
+            fast(tl.block_type.__new__(tl.block_type), tl.float32, shape)
+
+
+def test_a_kernel_gives_the_same_output_with_the_cached_constructors(monkeypatch):
+    if getattr(tl.block_type.__init__, "_kf_fast", False):
+        pytest.skip("the fast constructors are installed in this process")
+    slow, _ = _run(False, monkeypatch)
+    monkeypatch.setattr(tl.block_type, "__init__", interpreter_speed._fast_block_type_init(tl.block_type.__init__))
+    monkeypatch.setattr(tl.tensor, "__init__", interpreter_speed._fast_tensor_init(tl.tensor.__init__))
+    fast, _ = _run(False, monkeypatch)
+    again, _ = _run(False, monkeypatch)
+    assert np.array_equal(slow, fast) and np.array_equal(slow, again)

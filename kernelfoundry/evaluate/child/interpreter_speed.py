@@ -11,6 +11,13 @@ the original accepts and raises the same error for the rest:
   dimension by dimension and compares it with each operand's through Triton's own tuple type: about
   9 us a call, for blocks of one shape that it then returns unchanged.  Blocks of equal shape whose
   handles hold a scalar type are returned at once (about 2 us); anything else goes to the original.
+* ``block_type.__init__`` and ``tensor.__init__`` run for every value an op makes (half a million
+  times in a stream-K matmul's trace, a third of its CPU time): each unwraps and validates the shape
+  and wraps it in Triton's ``tuple`` (its own type object per element).  For a shape already seen,
+  the same wrapped shape, element count and shape text are reused: one dict look-up.  Those objects
+  are never changed after construction (``tuple._setitem`` is the compiler's, not the
+  interpreter's), so sharing them between values is invisible.  Shapes not made of plain ints, and
+  the first sighting of each shape, go to the original, which validates them and raises as before.
 """
 
 from __future__ import annotations
@@ -49,6 +56,68 @@ def _fast_broadcast(original):
     return broadcast_impl_value
 
 
+def _plain_dims(shape: Any) -> tuple[int, ...] | None:
+    """*shape* (a list or Triton tuple) as a tuple of ints, dims in a ``constexpr`` unwrapped as the
+    original unwraps them; None when some dim is not an int."""
+    key = tuple(shape)
+    for d in key:
+        if type(d) is not int:
+            break
+    else:
+        return key
+    import triton.language as tl
+    dims = []
+    for d in key:
+        while type(d) is tl.constexpr:
+            d = d.value
+        if type(d) is not int:
+            return None
+        dims.append(d)
+    return tuple(dims)
+
+
+def _fast_block_type_init(original):
+    import triton.language as tl
+    seen: dict[tuple[int, ...], tuple[Any, Any, str]] = {}
+
+    def __init__(self: Any, element_ty: Any, shape: Any) -> None:
+        key = _plain_dims(shape) if type(shape) is list or type(shape) is tl.tuple else None
+        hit = seen.get(key) if key is not None else None
+        if hit is None:
+            original(self, element_ty, shape)          # validates, raises as before
+            if key is not None:
+                seen[key] = (self.shape, self.numel, str(self.shape))
+        else:
+            self.element_ty = element_ty
+            self.shape, self.numel, text = hit
+            self.name = f"<{text}, {element_ty}>"
+        self._kf_dims = key                             # read by the tensor constructor below
+    __init__._kf_fast = True
+    return __init__
+
+
+def _fast_tensor_init(original):
+    seen: dict[tuple[int, ...], tuple[Any, Any]] = {}
+
+    def __init__(self: Any, handle: Any, type_: Any) -> None:
+        if type_.is_block():
+            key = getattr(type_, "_kf_dims", None)
+        else:
+            key = ()
+        hit = seen.get(key) if key is not None else None
+        if hit is None:
+            original(self, handle, type_)
+            if key is not None:
+                seen[key] = (self.shape, self.numel)
+            return
+        self.handle = handle
+        self.type = type_
+        self.dtype = type_.scalar
+        self.shape, self.numel = hit
+    __init__._kf_fast = True
+    return __init__
+
+
 def install() -> None:
     """Replace the helpers (idempotent; the interpreter must be on)."""
     from triton.runtime import interpreter as interp
@@ -57,3 +126,7 @@ def install() -> None:
     semantic = interp.interpreter_semantic
     if not getattr(semantic.broadcast_impl_value, "_kf_fast", False):
         semantic.broadcast_impl_value = _fast_broadcast(semantic.broadcast_impl_value)
+    import triton.language as tl
+    for cls, fast in ((tl.block_type, _fast_block_type_init), (tl.tensor, _fast_tensor_init)):
+        if not getattr(cls.__init__, "_kf_fast", False):
+            cls.__init__ = fast(cls.__init__)
