@@ -23,6 +23,8 @@ A dataset file is YAML (format: ``docs/fidelity.md``)::
         kernel: liger/rms_norm.py
         shape: {M: 2048, H: 1024}
         config: {num_warps: 4, num_stages: 1}
+        # or, for an autotuned measurement (the fastest of a list, which one not published):
+        # configs: [{TILE: 128x256x64, num_warps: 8, num_stages: 3}, ...]   # predicted as the minimum
 
 Regression thresholds live beside the dataset in ``<stem>.thresholds.yaml``.
 """
@@ -65,6 +67,8 @@ class Row:
     kernel: Path | None = None
     shape: dict[str, int] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
+    # an autotuned row: the configs the tuner chose from (the row ran the fastest); ``config`` is then {}
+    configs: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -178,7 +182,7 @@ def _row(raw: Any, predictor: str, base: Path, fail) -> Row:
     if not isinstance(raw, dict):
         raise fail("", f"must be a mapping; got {type(raw).__name__}.")
     common = {"id", "kind", "measured_ms", "spread_ms", "weight", "note"}
-    extra = {"eager": {"reference", "inputs"}, "kernel": {"task", "kernel", "shape", "config"}}[predictor]
+    extra = {"eager": {"reference", "inputs"}, "kernel": {"task", "kernel", "shape", "config", "configs"}}[predictor]
     unknown = sorted(set(raw) - common - extra)
     if unknown:
         raise fail(unknown[0], f"is not a field of a {predictor} row; fields: {', '.join(sorted(common | extra))}.")
@@ -224,8 +228,23 @@ def _row(raw: Any, predictor: str, base: Path, fail) -> Row:
         if not isinstance(shape, dict) or not all(isinstance(v, int) and v > 0 for v in shape.values()):
             raise fail("shape", "must map shape symbols to positive ints (one of the task's target shapes).")
         values["shape"] = dict(shape)
-        config = raw.get("config", {}) or {}
-        if not isinstance(config, dict):
-            raise fail("config", "must map PARAMS names to the values that ran.")
-        values["config"] = dict(config)
+        if "configs" in raw:
+            if "config" in raw:
+                raise fail("configs", "and 'config' are both given: a row ran one config ('config') or the fastest "
+                                      "of an autotuned list ('configs'), not both.")
+            configs = raw["configs"]
+            if not isinstance(configs, list) or not configs:
+                raise fail("configs", "must be a non-empty list of configs (each mapping PARAMS names to values): "
+                                      "the autotuner's list, of which the row ran the fastest.")
+            for j, c in enumerate(configs):
+                if not isinstance(c, dict) or not c:
+                    raise fail(f"configs[{j}]", "must map PARAMS names to the values of one config.")
+                if c in configs[:j]:
+                    raise fail(f"configs[{j}]", f"repeats the config {c!r}.")
+            values["configs"] = tuple(dict(c) for c in configs)
+        else:
+            config = raw.get("config", {}) or {}
+            if not isinstance(config, dict):
+                raise fail("config", "must map PARAMS names to the values that ran.")
+            values["config"] = dict(config)
     return Row(**values)

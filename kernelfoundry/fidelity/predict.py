@@ -72,18 +72,23 @@ def _traces(dataset: Dataset, row: Row, *, refresh: bool = False, write: bool = 
     return _TRACES[key]
 
 
-def compiled_resources(row: Row, launches: list, hardware: str) -> list[dict | None] | None:
-    """The compiler's resources of each launch of *row*'s config on *hardware* (None: no backend)."""
+def compiled_resources(row: Row, launches: list, hardware: str, config: dict | None = None) -> list[dict | None] | None:
+    """The compiler's resources of each launch of *row*'s config (or *config*) on *hardware* (None: no backend)."""
     from ..compiler import compile_candidate
+    config = row.config if config is None else config
     sigs = [launch.signature for launch in launches]
     if not all(isinstance(s, dict) and "args" in s for s in sigs):
         return None
-    hints = {k: row.config[k] for k in HINT_PARAMS if k in row.config}
+    hints = {k: config[k] for k in HINT_PARAMS if k in config}
     report = compile_candidate(row.kernel.read_text(), {"row": [{**s, **hints} for s in sigs]}, [hardware])
-    config = report.config(hardware, "row")
-    if config is None or not config.ok:
+    compiled = report.config(hardware, "row")
+    if compiled is None or not compiled.ok:
         return None
-    return [k.resources.to_dict() if k.resources else None for k in config.kernels]
+    return [k.resources.to_dict() if k.resources else None for k in compiled.kernels]
+
+
+class InvalidConfig(FidelityError):
+    """The model finds a row's config invalid on the hardware (it would not compile or launch there)."""
 
 
 def kernel_prediction(row: Row, traces: list[ConfigTrace], hw: HardwareArrays,
@@ -92,29 +97,56 @@ def kernel_prediction(row: Row, traces: list[ConfigTrace], hw: HardwareArrays,
 
     Uses the trace at the row's shape whose kernel params match the row's config, with the config's
     ``num_warps`` and ``num_stages``; *unaligned* is :func:`unaligned_bytes` of the task at that shape.
+    An autotuned row (``configs``: the tuner's list, the measurement the fastest of it) is predicted as
+    the minimum over its configs that the model finds valid on the hardware (the tuner skips a config
+    that does not compile); the breakdown names the config that gave it.
     With *compiled_on* (a hardware name) the compiler's resources of the config feed the model too.
-    Raises :class:`FidelityError` when no trace matches or the model finds the config invalid.
+    Raises :class:`FidelityError` when no trace matches a config or the model finds the config (every
+    config of an autotuned row) invalid.
     Also used by ``calibrate`` to re-predict published kernel rows with fitted figures.
     """
-    params = {k: v for k, v in row.config.items() if k not in HINT_PARAMS}
+    if not row.configs:
+        return _config_prediction(row, row.config, traces, hw, unaligned, compiled_on)
+    best, won, invalid = None, None, 0
+    for config in row.configs:
+        try:
+            pred = _config_prediction(row, config, traces, hw, unaligned, compiled_on)
+        except InvalidConfig:
+            invalid += 1
+            continue
+        if best is None or pred.predicted_ms < best.predicted_ms:
+            best, won = pred, config
+    if best is None:
+        raise InvalidConfig(f"row {row.id}: the model finds every one of its {len(row.configs)} configs invalid "
+                            f"on {hw.names[0]}.")
+    skipped = f", {invalid} invalid on {hw.names[0]}" if invalid else ""
+    best.breakdown.insert(0, f"fastest of {len(row.configs)} configs{skipped}: "
+                             + ", ".join(f"{k}={v}" for k, v in won.items()))
+    return best
+
+
+def _config_prediction(row: Row, config: dict, traces: list[ConfigTrace], hw: HardwareArrays,
+                       unaligned: frozenset[int], compiled_on: str | None) -> Prediction:
+    """:func:`kernel_prediction` of *row* run with one *config*."""
+    params = {k: v for k, v in config.items() if k not in HINT_PARAMS}
     match = [t for t in traces if t.shape == row.shape and all(t.config.get(k) == v for k, v in params.items())]
     if not match:
         raise FidelityError(f"row {row.id}: no trace of {row.kernel.name} at shape {row.shape} with {params or 'its'} "
                             f"parameters; the shape must be one of the task's target shapes.")
     launches = match[0].launches
     n = len(launches)
-    warps = np.full(n, float(row.config.get("num_warps", HINT_DEFAULTS["num_warps"])))
-    stages = np.full(n, float(row.config.get("num_stages", HINT_DEFAULTS["num_stages"])))
+    warps = np.full(n, float(config.get("num_warps", HINT_DEFAULTS["num_warps"])))
+    stages = np.full(n, float(config.get("num_stages", HINT_DEFAULTS["num_stages"])))
     arrays = None
     if compiled_on is not None:
-        resources = compiled_resources(row, launches, compiled_on)
+        resources = compiled_resources(row, launches, compiled_on, config)
         if resources:
             arrays = compiled_arrays({compiled_on: {"row": resources}}, hw, ["row"] * n, np.arange(n))
     out = sum_launches(evaluate(launch_features(launches, unaligned), np.arange(n), warps, stages, hw,
                                 compiled=arrays), np.array([0]))
     latency = float(out.latency[0, 0])
     if not np.isfinite(latency):
-        raise FidelityError(f"row {row.id}: the model finds config {row.config} invalid on {hw.names[0]}.")
+        raise InvalidConfig(f"row {row.id}: the model finds config {config} invalid on {hw.names[0]}.")
     parts = [f"{k}: {float(v[0, 0]) * 1e6:.1f} us" for k, v in out.components.items() if float(v[0, 0]) > 0]
     return Prediction(row, latency * 1e3, bound=BOUNDS[int(out.bound[0, 0])],
                       breakdown=[f"{n} launch(es)"] + parts)

@@ -57,12 +57,30 @@ def load_cached(dataset_dir: Path, task_path: Path, kernel_path: Path) -> list[C
     return [ConfigTrace.from_dict(t) for t in data["traces"]]
 
 
+#: Kernel configs the verifier traces per dataset kernel (an autotuned row needs every config of its list).
+MAX_CONFIGS = 16
+
+
 def trace_kernel(task_path: Path, kernel_path: Path, hardware: str) -> list[ConfigTrace]:
-    """Run the verifier on the kernel and return its traces at every target shape."""
-    from ..evaluate import verify
+    """Run the verifier on the kernel and return its traces at every target shape.
+
+    Every config is traced densely (``evaluate.pipeline.LAZY_DENSE_TRACES`` off for the call): an
+    autotuned row's prediction is the minimum over its configs, so none may keep a provisional
+    (sparse) count.  The sandbox's CPU budget grows with the (config, shape) pairs to trace.
+    """
+    from ..candidate import kernel_configs, parse_param_space
+    from ..evaluate import pipeline, verify
     from ..task import load_task
     task = load_task(task_path, check_files=False)
-    result = verify(task, kernel_path.read_text(), [hardware], max_kernel_configs=16, compile=False)
+    source = kernel_path.read_text()
+    pairs = len(kernel_configs(parse_param_space(source), cap=MAX_CONFIGS)) * len(task.target_shapes)
+    limits = pipeline.default_limits(task, pipeline.DEFAULT_TIMEOUT_S * max(1.0, pairs / 8))
+    lazy = pipeline.LAZY_DENSE_TRACES
+    pipeline.LAZY_DENSE_TRACES = False
+    try:
+        result = verify(task, source, [hardware], max_kernel_configs=MAX_CONFIGS, compile=False, limits=limits)
+    finally:
+        pipeline.LAZY_DENSE_TRACES = lazy
     if not result.passed:
         raise FidelityError(f"dataset kernel {kernel_path} fails the verifier on {task_path} at gate "
                             f"'{result.gate}': {result.reason}")

@@ -11,7 +11,8 @@ from .common import FIDELITY_DIR, DATASETS
 
 def test_committed_datasets_load():
     names = {load_dataset(p).name for p in DATASETS}
-    assert {"kernelbench_h100", "liger_a100", "liger_a100_eager", "liger_h100nvl", "liger_h100nvl_eager"} <= names
+    assert {"kernelbench_h100", "liger_a100", "liger_a100_eager", "liger_h100nvl", "liger_h100nvl_eager",
+            "triton_tutorial_a100", "triton_tutorial_a100_eager"} <= names
     kb = load_dataset(FIDELITY_DIR / "kernelbench_h100.yaml")
     assert len(kb.rows) == 137 and kb.predictor == "eager" and kb.hardware == "h100"
     assert sum(r.weight < 1 for r in kb.rows) == 3                  # the three noisy problems
@@ -72,6 +73,35 @@ def _write(tmp_path, name="ds", **changes):
 def test_loader_errors_name_file_and_field(tmp_path, changes, pattern):
     with pytest.raises(FidelityError, match=pattern):
         load_dataset(_write(tmp_path, **changes))
+
+
+@pytest.mark.parametrize("fields,pattern", [
+    ({"config": {"num_warps": 4}, "configs": [{"num_warps": 4}]}, r"rows\[0\].configs' and 'config' are both given"),
+    ({"configs": []}, r"rows\[0\].configs' must be a non-empty list"),
+    ({"configs": {"num_warps": 4}}, r"rows\[0\].configs' must be a non-empty list"),
+    ({"configs": [{"num_warps": 4}, 8]}, r"rows\[0\].configs\[1\]' must map PARAMS names"),
+    ({"configs": [{"num_warps": 4}, {}]}, r"rows\[0\].configs\[1\]' must map PARAMS names"),
+    ({"configs": [{"num_warps": 4}, {"num_warps": 4}]}, r"rows\[0\].configs\[1\]' repeats the config"),
+    ({"config": [4]}, r"rows\[0\].config' must map PARAMS names"),
+])
+def test_kernel_row_config_errors_name_the_field(tmp_path, fields, pattern):
+    base = FIDELITY_DIR / "liger"
+    row = {"id": "a", "kind": "norm", "measured_ms": 1.0, "task": str(base / "rms_norm.yaml"),
+           "kernel": str(base / "rms_norm.py"), "shape": {"M": 2048, "H": 1024}, **fields}
+    with pytest.raises(FidelityError, match=r"ds.yaml: field '" + pattern):
+        load_dataset(_write(tmp_path, predictor="kernel", rows=[row]))
+
+
+def test_autotuned_rows_load_their_config_list():
+    """An autotuned row keeps the tuner's list in order and no single config; other rows are as before."""
+    ds = load_dataset(FIDELITY_DIR / "triton_tutorial_a100.yaml")
+    assert ds.predictor == "kernel" and ds.hardware == "a100-pcie" and len(ds.rows) == 10
+    for row in ds.rows:
+        assert row.config == {} and len(row.configs) == 16 and row.configs == ds.rows[0].configs
+        assert row.shape["M"] == row.shape["N"] == row.shape["K"]
+    assert ds.rows[0].configs[0] == {"TILE": "128x256x64", "GROUP_SIZE_M": 8, "num_warps": 8, "num_stages": 3}
+    assert len({tuple(sorted(c.items())) for c in ds.rows[0].configs}) == 16
+    assert all(r.configs == () and r.config for r in load_dataset(FIDELITY_DIR / "liger_a100.yaml").rows)
 
 
 def test_repeated_ids_and_bad_thresholds_are_refused(tmp_path):

@@ -14,7 +14,7 @@ from .common import FIDELITY_DIR
 
 
 def test_classifier_agrees_with_the_eager_datasets():
-    for name in ("kernelbench_h100", "liger_a100_eager", "liger_h100nvl_eager"):
+    for name in ("kernelbench_h100", "liger_a100_eager", "liger_h100nvl_eager", "triton_tutorial_a100_eager"):
         ds = load_dataset(FIDELITY_DIR / f"{name}.yaml")
         wrong = [(r.id, r.kind, k) for r in ds.rows
                  if (k := classify(profile_function(r.reference, list(r.inputs)))) != r.kind]
@@ -66,8 +66,9 @@ def test_same_gpu_family_is_widened_to_the_cross_gpu_error():
 
 
 @pytest.mark.parametrize("kind,hardware,predictor", [
-    ("matmul", "h100", "kernel"),            # no GEMM among the kernel-model measurements
-    ("gemm+epilogue", "a100-pcie", "kernel"),
+    ("scan", "h100", "kernel"),              # no scan among the kernel-model measurements
+    ("gemm+epilogue", "a100-pcie", "kernel"),  # plain GEMMs only (Triton's tutorial): an epilogue is another kind
+    ("gemm+epilogue", "h100", "kernel"),
     ("softmax", "h100", "kernel"),
     ("norm", "ascend910b2", "kernel"),       # an NPU: no measurement of that hardware family
     ("norm", "ascend910b2", "eager"),
@@ -81,8 +82,8 @@ def test_unmeasured_kind_or_hardware_family_is_unvalidated(kind, hardware, predi
 
 
 def test_band_note_never_borrows():
-    note = band_note("matmul", "h100")
-    assert note.startswith("predicted; model error on h100: no published measurements of matrix multiplications "
+    note = band_note("softmax", "h100")
+    assert note.startswith("predicted; model error on h100: no published measurements of softmaxes "
                            "on h100: unvalidated; eager estimate: ±")
     assert "a100-pcie" not in note and "all op kinds" not in note
     npu = band_note("norm", "ascend910b2")
@@ -111,3 +112,22 @@ def test_widening_takes_the_largest_cross_gpu_error_of_the_family(monkeypatch):
         monkeypatch.setattr(bands, "load_table", lambda order=order: {"bands": [band], "cross_gpu": order})
         got = bands.error_band("norm", "h200")
         assert got.measured_on == "a100-pcie" and got.pct == 22.0 and got.cross_gpu_pct == 22.0   # not the NPU's
+
+
+def test_gemm_kernel_band_comes_from_the_held_out_tutorial_rows():
+    """Triton's tutorial GEMM on the A100 (never fitted on) is the kernel model's GEMM band: its own on
+    a100-pcie, widened to the family's cross-GPU error on other NVIDIA GPUs; an epilogue stays unvalidated."""
+    row = _row("kernel", "matmul", "a100-pcie")
+    assert row["dataset"] == "triton_tutorial_a100" and row["n"] == 10 and row["method"] == "not fitted on"
+    assert row["p80_pct"] == row["in_sample_p80_pct"]
+    own = error_band(load_task(REPO_DIR / "experiments" / "tasks" / "matmul.yaml"), "a100-pcie")
+    assert own.exact and own.kind == "matmul" and own.pct == row["p80_pct"]
+    assert "10 held-out measurements of matrix multiplications" in own.text()
+    cross = max(c["p80_pct"] for c in load_table()["cross_gpu"] if c["predictor"] == "kernel")
+    for hw in ("a100", "h100"):
+        other = error_band("matmul", hw)
+        assert other.validated and not other.exact and other.measured_on == "a100-pcie"
+        assert other.pct == pytest.approx(max(own.pct, cross)) and f"none measured on {hw}" in other.text()
+    eager = _row("eager", "matmul", "a100-pcie")
+    assert eager["dataset"] == "triton_tutorial_a100_eager" and eager["method"] == "not fitted on"
+    assert not error_band("gemm+epilogue", "a100-pcie").validated

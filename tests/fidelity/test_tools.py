@@ -72,6 +72,27 @@ def test_csv_importer_reproduces_the_committed_h100_nvl_datasets(tmp_path, monke
         module.main([str(tmp_path / "other.csv")])
 
 
+def test_tutorial_importer_reproduces_the_committed_gemm_datasets(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(FIDELITY_DIR))
+    spec = importlib.util.spec_from_file_location("import_triton_tutorial", FIDELITY_DIR / "import_triton_tutorial.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "HERE", tmp_path)
+    assert module.main([]) == 0
+    for name in ("triton_tutorial_a100.yaml", "triton_tutorial_a100_eager.yaml"):
+        assert (tmp_path / name).read_text() == (FIDELITY_DIR / name).read_text(), name
+    # measured_ms = 2 M N K / (TFLOPS * 1e9): 4096^3 at 216.131602 TFLOPS is 0.6359 ms
+    rows = yaml.safe_load((tmp_path / "triton_tutorial_a100.yaml").read_text())["rows"]
+    assert rows[-1]["id"] == "matmul/M=N=K=4096" and rows[-1]["measured_ms"] == pytest.approx(0.63591, rel=1e-4)
+    page = tmp_path / "page.rst.txt"                  # --page checks the transcription against a copy of the page
+    table = "\n".join(f"    {i}  {m:.1f}  {m:.1f}  {m:.1f}  {c:f}  {t:f}" for i, (m, c, t) in enumerate(module.FP16_TFLOPS))
+    page.write_text(f"matmul-performance-fp16:\n   M  N  K  cuBLAS  Triton\n{table}\nmatmul-performance-fp8:\n")
+    assert module.main(["--page", str(page)]) == 0
+    page.write_text(page.read_text().replace("216.131602", "216.2"))
+    with pytest.raises(SystemExit, match="differs from FP16_TFLOPS"):
+        module.main(["--page", str(page)])
+
+
 def test_calibrate_prints_fits(capsys):
     assert calibrate([str(FIDELITY_DIR / "kernelbench_h100.yaml"), "--sweeps", "1"]) == 0
     out = capsys.readouterr().out
