@@ -90,7 +90,7 @@ def check_hardware(names: list[str]) -> None:
 def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: int = 0,
            limits: SandboxLimits | None = None, max_kernel_configs: int = 8, trace_programs: int = 4,
            tune: bool = True, mode: str | None = None, compile: bool = True, compile_top_k: int = 1,
-           compile_cache: Any = None, trace_cache: Any = None) -> VerifyResult:
+           compile_cache: Any = None, trace_cache: Any = None, dense_traces: bool = False) -> VerifyResult:
     """Run every gate on *source* for *task*; see the module docstring.
 
     *hardware* defaults to the task's list.  *limits* defaults to
@@ -101,6 +101,8 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
     per hardware are compiled per round (the model's best, then what overtakes it), cached in *compile_cache* (a directory or None for
     the default location, see docs/compiler.md).  *trace_cache* (a :class:`TraceCache`) holds the
     traces of configs a candidate differing only in PARAMS had traced; only the others are traced.
+    ``dense_traces=True`` traces every config densely at once (no provisional traces): for callers that
+    report every config's count, like the fidelity tool's autotuned rows.
     """
     start = time.perf_counter()
     hardware = list(hardware or task.hardware)
@@ -145,7 +147,7 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
     to_check = [r for r in plan if config_key(r["config"]) not in checked]
     # Several configs to trace: provisional (sparse) traces rank them, and only the configs the model
     # picks are traced densely (docs/verifier.md, "Lazy dense traces"); one or two are dense at once.
-    dense = len(to_trace) < LAZY_MIN_CONFIGS or not LAZY_DENSE_TRACES
+    dense = dense_traces or len(to_trace) < LAZY_MIN_CONFIGS or not LAZY_DENSE_TRACES
     # The trace job needs nothing from the check job: it runs beside it and is cancelled if the checks fail.
     cancel = threading.Event()
     with ThreadPoolExecutor(max_workers=1) as pool:

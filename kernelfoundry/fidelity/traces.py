@@ -64,23 +64,23 @@ MAX_CONFIGS = 16
 def trace_kernel(task_path: Path, kernel_path: Path, hardware: str) -> list[ConfigTrace]:
     """Run the verifier on the kernel and return its traces at every target shape.
 
-    Every config is traced densely (``evaluate.pipeline.LAZY_DENSE_TRACES`` off for the call): an
-    autotuned row's prediction is the minimum over its configs, so none may keep a provisional
-    (sparse) count.  The sandbox's CPU budget grows with the (config, shape) pairs to trace.
+    Every config is traced densely (``dense_traces``): an autotuned row's prediction is the minimum
+    over its configs, so none may keep a provisional (sparse) count.  The sandbox's CPU budget grows
+    with the (config, shape) pairs to trace.
     """
+    import dataclasses
+
     from ..candidate import kernel_configs, parse_param_space
-    from ..evaluate import pipeline, verify
+    from ..evaluate import default_limits, verify
     from ..task import load_task
     task = load_task(task_path, check_files=False)
     source = kernel_path.read_text()
     pairs = len(kernel_configs(parse_param_space(source), cap=MAX_CONFIGS)) * len(task.target_shapes)
-    limits = pipeline.default_limits(task, pipeline.DEFAULT_TIMEOUT_S * max(1.0, pairs / 8))
-    lazy = pipeline.LAZY_DENSE_TRACES
-    pipeline.LAZY_DENSE_TRACES = False
-    try:
-        result = verify(task, source, [hardware], max_kernel_configs=MAX_CONFIGS, compile=False, limits=limits)
-    finally:
-        pipeline.LAZY_DENSE_TRACES = lazy
+    base = default_limits(task)
+    scale = max(1.0, pairs / 8)
+    limits = dataclasses.replace(base, cpu_s=base.cpu_s * scale, wall_s=base.wall_s * scale)
+    result = verify(task, source, [hardware], max_kernel_configs=MAX_CONFIGS, compile=False, limits=limits,
+                    dense_traces=True)
     if not result.passed:
         raise FidelityError(f"dataset kernel {kernel_path} fails the verifier on {task_path} at gate "
                             f"'{result.gate}': {result.reason}")
