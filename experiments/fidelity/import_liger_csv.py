@@ -30,6 +30,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import triton
+
 from import_shared import HERE, HF_REFERENCE, LIGER_KIND, _hf_inputs, _yaml
 
 #: Per GPU the CSV was measured on: the hardware library entry, the CSV's gpu_name, where the file
@@ -63,10 +65,6 @@ EXPECTED_CONFIG = {
 PROVIDERS = {"liger": "kernel", "huggingface": "eager"}
 
 
-def _next_pow2(n: int) -> int:
-    return 1 << (n - 1).bit_length()
-
-
 def _row_warps(block: int) -> int:
     """num_warps of Liger 0.5.2's row-per-program kernels from the row block (4 / 8 / 16 / 32 below
     2048 / below 8192 / below 32768 / from 32768)."""
@@ -76,9 +74,9 @@ def _row_warps(block: int) -> int:
 def shape_and_launch(name: str, x_name: str, x: int, cfg: dict) -> tuple[dict, int, int]:
     """(our task's shape, Liger's grid size, Liger's num_warps) of one CSV row."""
     if name == "rms_norm":
-        return {"M": cfg["M"], "H": x}, cfg["M"], _row_warps(_next_pow2(x))
+        return {"M": cfg["M"], "H": x}, cfg["M"], _row_warps(triton.next_power_of_2(x))
     if name == "layer_norm":
-        return {"M": cfg["M"], "N": x}, cfg["M"], _row_warps(_next_pow2(x))
+        return {"M": cfg["M"], "N": x}, cfg["M"], _row_warps(triton.next_power_of_2(x))
     if name == "cross_entropy":
         bt = cfg["B"] * cfg["T"]
         return {"BT": bt, "V": x}, bt, 32                       # fixed 32 warps, one program per row

@@ -11,6 +11,7 @@ every one).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -68,8 +69,6 @@ def trace_kernel(task_path: Path, kernel_path: Path, hardware: str) -> list[Conf
     over its configs, so none may keep a provisional (sparse) count.  The sandbox's CPU budget grows
     with the (config, shape) pairs to trace.
     """
-    import dataclasses
-
     from ..candidate import kernel_configs, parse_param_space
     from ..evaluate import default_limits, verify
     from ..task import load_task
