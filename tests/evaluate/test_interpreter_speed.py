@@ -150,3 +150,62 @@ def test_a_kernel_gives_the_same_output_with_the_cached_constructors(monkeypatch
     fast, _ = _run(False, monkeypatch)
     again, _ = _run(False, monkeypatch)
     assert np.array_equal(slow, fast) and np.array_equal(slow, again)
+
+
+_DTYPES = ("int1", "int8", "uint8", "int16", "int32", "uint32", "int64", "uint64", "float16", "bfloat16",
+           "float32", "float64", "float8e5", "float8e4nv")
+_FLAGS = [dict(allow_lhs_ptr=lp, allow_rhs_ptr=rp, arithmetic_check=ac, div_or_mod=dm)
+          for lp in (False, True) for rp in (False, True) for ac in (False, True) for dm in (False, True)]
+
+
+def _operand(name: str, shape: tuple[int, ...]) -> tl.tensor:
+    """A tensor of Triton type *name* (``ptr_<name>`` for a pointer) holding zeros of *shape* (``()``: a scalar)."""
+    element = tl.pointer_type(getattr(tl, name[4:])) if name.startswith("ptr_") else getattr(tl, name)
+    data = np.zeros(shape or (1,), dtype=interp._get_np_dtype(element))
+    handle = interp.TensorHandle(data, element)
+    return tl.tensor(handle, tl.block_type(element, list(shape)) if shape else element)
+
+
+def _outcome(check, lhs, rhs, flags):
+    try:
+        a, b = check(lhs, rhs, **flags)
+    except Exception as exc:    # the fast path must raise what the original raises
+        return ("raised", type(exc).__name__)
+    return ("ok", str(a.type), str(b.type), a.handle.data.shape, b.handle.data.shape,
+            a is lhs, b is rhs)
+
+
+@pytest.mark.parametrize("shapes", [((), ()), ((8,), (8,)), ((8,), ()), ((), (4, 8)), ((4, 1), (1, 8))])
+def test_the_fast_type_check_gives_the_original_result_for_every_dtype_pair_and_flag(shapes):
+    semantic = interp.interpreter_semantic
+    original = type(semantic).binary_op_type_checking_impl.__get__(semantic)
+    fast = interpreter_speed._fast_binary_checking(original, semantic)
+    names = list(_DTYPES) + ["ptr_float32", "ptr_float16"]
+    compared = shortcut = 0
+    for left in names:
+        for right in names:
+            lhs, rhs = _operand(left, shapes[0]), _operand(right, shapes[1])
+            for flags in _FLAGS:
+                expected = _outcome(original, lhs, rhs, flags)
+                assert _outcome(fast, lhs, rhs, flags) == expected, (left, right, flags)
+                compared += 1
+                shortcut += expected[0] == "ok" and (lhs.dtype is rhs.dtype or "ptr" in left + right)
+    assert compared == len(names) ** 2 * len(_FLAGS) and shortcut > 100
+
+
+def test_numbers_and_numpy_scalars_still_go_to_the_original():
+    semantic = interp.interpreter_semantic
+    original = type(semantic).binary_op_type_checking_impl.__get__(semantic)
+    seen = []
+
+    def recording(*args):
+        seen.append(args)
+        return original(*args)
+    fast = interpreter_speed._fast_binary_checking(recording, semantic)
+    block = _operand("float32", (8,))
+    for other in (2, 2.5, True):
+        a, b = fast(block, other)
+        assert str(b.type) == "<['8'], fp32>" and np.all(b.handle.data == np.float32(other))
+    with pytest.raises(TypeError, match="cannot convert"):     # as the original refuses it
+        fast(block, np.float32(2.5))
+    assert len(seen) == 4
