@@ -1,15 +1,23 @@
-"""``compile_candidate``: compile a candidate's launches for the run's hardware, cached, in one job.
+"""``compile_candidate``: compile a candidate's launches for the run's hardware, cached, in two jobs at most.
 
 Flow: launch signatures per config -> distinct compiles per Triton target (h100
-and h200 share ``cuda:90:32``) -> cache lookups -> the misses in ONE sandboxed
-job (the candidate is imported there, with the interpreter off) -> the trusted
-driver assembles PTX with ptxas and reads resources (NVIDIA, in parallel) or
-reads them from the AMDGCN (AMD) -> cache -> a :class:`CompileReport` with,
-per hardware and config, each kernel's status, resources and artefact paths.
+and h200 share ``cuda:90:32``) -> cache lookups -> the misses in at most
+:data:`JOBS` sandboxed jobs side by side (the candidate is imported there, with
+the interpreter off; the kernels shared out largest first by source length) ->
+as each job returns, the trusted driver assembles its PTX with ptxas and reads
+resources (NVIDIA, in parallel) or reads them from the AMDGCN (AMD) -> cache ->
+a :class:`CompileReport` with, per hardware and config, each kernel's status,
+resources and artefact paths.
+
+Why two jobs: a level-2 chain compiles up to 7 kernels one after another in a job, and
+by the compile gate the check and trace jobs have finished, so a CPU is idle; two jobs
+halve the frontend's wall time when the kernels are alike, and let ptxas start on one
+job's kernels while the other still runs (docs/verifier.md, "Where the time goes").
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 import time
@@ -30,6 +38,41 @@ from .report import CompileReport, ConfigCompile, HardwareCompile, KernelCompile
 from .resources import CompiledResources
 from .signature import LaunchSignature, parse_signature
 from .targets import CompileTarget, job_options, resolve_target, toolchain_id
+
+
+#: Sandboxed compile jobs per call, run side by side.
+JOBS = 2
+
+
+def _kernel_lengths(source: str) -> dict[str, int]:
+    """Function name -> its source lines (a compile's cost proxy); empty when the source does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return {}
+    return {node.name: (node.end_lineno or node.lineno) - node.lineno + 1 for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def share_out(keys: list[str], weight: Mapping[str, float], jobs: int = JOBS) -> list[list[str]]:
+    """*keys* in at most *jobs* groups of about equal total *weight*, heaviest first (each group keeps
+    the keys' order); no empty group."""
+    groups: list[list[str]] = [[] for _ in range(max(1, min(jobs, len(keys))))]
+    loads = [0.0] * len(groups)
+    for key in sorted(keys, key=lambda k: -weight.get(k, 1.0)):
+        i = loads.index(min(loads))
+        groups[i].append(key)
+        loads[i] += weight.get(key, 1.0)
+    order = {k: n for n, k in enumerate(keys)}
+    return [sorted(g, key=order.__getitem__) for g in groups if g]
+
+
+def _merge_summaries(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The jobs' summaries as one: attempts and reasons of all, the wall time of the slowest."""
+    return {"attempts": sum(s.get("attempts", 0) for s in summaries),
+            "wall_s": max((s.get("wall_s", 0.0) for s in summaries), default=0.0),
+            "mode": next((s["mode"] for s in summaries if s.get("mode")), None),
+            "reasons": [r for s in summaries for r in s.get("reasons", [])], "jobs": len(summaries)}
 
 
 @dataclass
@@ -181,22 +224,31 @@ def compile_candidate(source: str, signatures_by_config: Mapping[str, Sequence[L
     job_summary: dict[str, Any] = {}
     stage_seconds: dict[str, float] = {}
     if misses:
-        requests = [{"id": k, "signature": compiles[k][0].to_dict(), "target": compiles[k][1].text,
-                     "options": job_options(compiles[k][1])} for k in misses]
-        answers, job_summary = run_compile_job(source, requests, {k: compiles[k][1].vendor for k in misses},
-                                               limits=limits, mode=mode)
+        requests = {k: {"id": k, "signature": compiles[k][0].to_dict(), "target": compiles[k][1].text,
+                        "options": job_options(compiles[k][1])} for k in misses}
+        lengths = _kernel_lengths(source)
+        groups = share_out(misses, {k: float(lengths.get(compiles[k][0].kernel, 1)) for k in misses})
         t = time.perf_counter()
 
-        def finish(key: str) -> _Done:
-            sig, target = compiles[key]
-            base = {"key": key, "kernel": sig.kernel, "signature": sig.to_dict(), "target": target.text,
-                    "triton_version": version, "toolchain": toolchain_id(target), "source_hash": src_hash}
-            return _finish(key, target, answers[key], cache, base, sass)
+        def run_group(group: list[str]) -> tuple[dict[str, Any], list[_Done]]:
+            answers, summary = run_compile_job(source, [requests[k] for k in group],
+                                               {k: compiles[k][1].vendor for k in group}, limits=limits, mode=mode)
 
-        with ThreadPoolExecutor(max_workers=max(1, workers or os.cpu_count() or 1)) as pool:
-            for key, result in zip(misses, pool.map(finish, misses)):
-                done[key] = result
-        stage_seconds["post_process_wall"] = round(time.perf_counter() - t, 4)
+            def finish(key: str) -> _Done:
+                sig, target = compiles[key]
+                base = {"key": key, "kernel": sig.kernel, "signature": sig.to_dict(), "target": target.text,
+                        "triton_version": version, "toolchain": toolchain_id(target), "source_hash": src_hash}
+                return _finish(key, target, answers[key], cache, base, sass)
+
+            with ThreadPoolExecutor(max_workers=max(1, workers or os.cpu_count() or 1)) as pool:
+                return summary, list(pool.map(finish, group))
+
+        with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+            ran = list(pool.map(run_group, groups))
+        for group, (_, results) in zip(groups, ran):
+            done.update(zip(group, results))
+        job_summary = _merge_summaries([summary for summary, _ in ran])
+        stage_seconds["jobs_and_post_process_wall"] = round(time.perf_counter() - t, 4)
         stage_seconds["job_wall"] = job_summary.get("wall_s", 0.0)
         for key in misses:
             for stage, s in done[key].meta.get("seconds", {}).items():

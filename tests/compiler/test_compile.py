@@ -187,3 +187,23 @@ def test_shared_memory_limit_makes_a_config_invalid_on_smaller_gpus(compile_cach
     mi300x = report.hardware["mi300x"]
     assert mi300x.status == "error" and "out of resources on mi300x" in mi300x.reason
     assert "needs 147456 B of shared memory per program, the hardware allows 65536 B" in mi300x.reason
+
+
+def test_kernels_are_shared_out_to_two_jobs_largest_first():
+    from kernelfoundry.compiler.gate import share_out
+    weight = {"conv": 40.0, "norm": 12.0, "add": 3.0, "relu": 3.0, "pool": 9.0, "sum": 8.0}
+    groups = share_out(list(weight), weight)
+    assert sorted(k for g in groups for k in g) == sorted(weight) and len(groups) == 2
+    loads = sorted(sum(weight[k] for k in g) for g in groups)
+    assert loads == [35.0, 40.0]                       # the conv alone against the rest
+    assert all(g == [k for k in weight if k in g] for g in groups)    # each group in the callers' order
+    assert share_out(["only"], {}) == [["only"]] and share_out([], {}) == []
+
+
+def test_a_batch_of_compiles_runs_in_two_jobs_and_every_kernel_gets_its_answer(seed_reports):
+    batched = [r for r in seed_reports.values() if r.cache_misses >= 2]
+    assert batched, "no seed compiled two kernels or more"
+    for report in batched:
+        assert report.job["jobs"] == 2 and report.job["attempts"] == 2
+        for name in TARGET_HARDWARE:
+            assert report.hardware[name].status == "ok", report.summary()
