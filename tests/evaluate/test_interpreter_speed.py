@@ -209,3 +209,45 @@ def test_numbers_and_numpy_scalars_still_go_to_the_original():
     with pytest.raises(TypeError, match="cannot convert"):     # as the original refuses it
         fast(block, np.float32(2.5))
     assert len(seen) == 4
+
+
+@pytest.mark.parametrize("shapes", [((8,), ()), ((), (4, 8)), ((2, 1, 4), ())])
+def test_a_scalar_beside_a_block_is_splat_as_the_original_splats_it(shapes):
+    semantic = interp.interpreter_semantic
+    plain = type(semantic).broadcast_impl_value.__get__(semantic)
+    fast = interpreter_speed._fast_broadcast(plain, semantic)
+    for left in _DTYPES + ("ptr_float32",):
+        for right in _DTYPES:
+            lhs, rhs = _operand(left, shapes[0]), _operand(right, shapes[1])
+            lhs.handle.data[...] = 1
+            rhs.handle.data[...] = 1
+            want, got = plain(lhs, rhs), fast(lhs, rhs)
+            for w, g in zip(want, got):
+                assert str(w.type) == str(g.type) and w.type == g.type, (left, right)
+                assert w.handle.dtype == g.handle.dtype and w.handle.data.dtype == g.handle.data.dtype
+                assert np.array_equal(w.handle.data, g.handle.data), (left, right)
+            assert got[0] is lhs if shapes[0] else got[1] is rhs       # the block itself is not copied
+
+
+@triton.jit
+def _builtins(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    y = tl.where(x > 0, tl.exp(x), tl.math.rsqrt(tl.abs(x) + 1.0))
+    total = tl.sum(y, axis=0) + tl.max(tl.cumsum(x, axis=0), axis=0)
+    tl.store(out_ptr + offs, y * total + tl.minimum(x, 0.5).to(tl.float32), mask=offs < n)
+
+
+def test_builtins_bound_through_the_lean_patch_compute_what_the_original_binding_computes(monkeypatch):
+    original = interp._patch_attr
+    if getattr(original, "_kf_fast", False):
+        pytest.skip("the lean binding is installed in this process")
+    x = torch.randn(100, generator=torch.Generator().manual_seed(1))
+    outs = []
+    for patch in (original, interpreter_speed._fast_patch_attr(original)):
+        monkeypatch.setattr(interp, "_patch_attr", patch)
+        out = torch.empty(100)
+        _builtins[(1,)](x, out, 100, BLOCK=128)
+        outs.append(out.numpy().copy())
+    assert np.array_equal(outs[0], outs[1]) and np.isfinite(outs[0]).all()
+    assert tl.core.is_builtin(tl.where) and tl.core.is_builtin(tl.math.rsqrt)   # the launch's bindings are undone

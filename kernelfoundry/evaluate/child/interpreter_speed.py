@@ -10,7 +10,9 @@ the original accepts and raises the same error for the rest:
 * ``broadcast_impl_value`` (the implicit broadcast of every binary op) builds the broadcast shape
   dimension by dimension and compares it with each operand's through Triton's own tuple type: about
   9 us a call, for blocks of one shape that it then returns unchanged.  Blocks of equal shape whose
-  handles hold a scalar type are returned at once (about 2 us); anything else goes to the original.
+  handles hold a scalar type are returned at once (about 2 us).  A scalar beside a block is splat as
+  the original splats it, less the block type's ``to_ir`` (in the interpreter, an equal type built
+  again, which ``create_splat`` reads only the shape of); blocks of other shapes go to the original.
 * ``block_type.__init__`` and ``tensor.__init__`` run for every value an op makes (half a million
   times in a stream-K matmul's trace, a third of its CPU time): each unwraps and validates the shape
   and wraps it in Triton's ``tuple`` (its own type object per element).  For a shape already seen,
@@ -25,6 +27,9 @@ the original accepts and raises the same error for the rest:
   go straight to the broadcast (about a tenth of a convolution chain's check time); the rest, and
   every case that raises, go to the original.  No builder call is skipped: an identity cast makes
   none, so the trace's op counts and precision tags are the same.
+* ``_patch_attr`` binds each ``tl`` builtin to the interpreter's semantic for a launch through two
+  wrappers per call (a keyword-copying lambda, then ``core.builtin``'s check that ``_semantic`` was
+  given); :func:`_fast_patch_attr` binds it through one.
 """
 
 from __future__ import annotations
@@ -52,12 +57,27 @@ def _fast_np_dtype(original):
     return get_np_dtype
 
 
-def _fast_broadcast(original):
+def _fast_broadcast(original, semantic=None):
+    import triton.language as tl
+    block_type = tl.block_type
+
+    def splat(value: Any, like: Any) -> Any:
+        # the original's ``like.with_element_ty(...)`` and ``create_splat(ty.to_ir(builder), ...)``: in the
+        # interpreter ``to_ir`` only rebuilds an equal block type, and ``create_splat`` reads its shape
+        ty = block_type(value.type.scalar, like.shape)
+        return semantic.make_tensor(semantic.builder.create_splat(ty, value.handle), ty)
+
     def broadcast_impl_value(lhs: Any, rhs: Any) -> Any:
         lhs_ty, rhs_ty = lhs.type, rhs.type
-        if (lhs_ty.is_block() and rhs_ty.is_block() and lhs_ty.shape == rhs_ty.shape
-                and lhs.handle.dtype is lhs.handle.dtype.scalar and rhs.handle.dtype is rhs.handle.dtype.scalar):
-            return lhs, rhs
+        lhs_block, rhs_block = lhs_ty.is_block(), rhs_ty.is_block()
+        if lhs_block and rhs_block:
+            if (lhs_ty.shape == rhs_ty.shape and lhs.handle.dtype is lhs.handle.dtype.scalar
+                    and rhs.handle.dtype is rhs.handle.dtype.scalar):
+                return lhs, rhs
+        elif semantic is not None and lhs_block:
+            return lhs, splat(rhs, lhs_ty)
+        elif semantic is not None and rhs_block:
+            return splat(lhs, rhs_ty), rhs
         return original(lhs, rhs)
     broadcast_impl_value._kf_fast = True
     return broadcast_impl_value
@@ -80,6 +100,30 @@ def _fast_binary_checking(original, semantic):
         return original(lhs, rhs, allow_lhs_ptr, allow_rhs_ptr, arithmetic_check, div_or_mod)
     binary_op_type_checking_impl._kf_fast = True
     return binary_op_type_checking_impl
+
+
+def _fast_patch_attr(original):
+    """Triton's ``_patch_attr`` (it binds every ``tl`` builtin to the interpreter's semantic for a launch)
+    with a leaner binding: the original's lambda copies the keyword arguments without ``_semantic``
+    and passes the interpreter's, then ``core.builtin``'s wrapper checks that ``_semantic`` is there
+    and calls the function.  Here the interpreter's ``_semantic`` is set in the call's own (fresh)
+    keyword dict, and a builtin wrapper is stepped over to the function it wraps: it can only pass."""
+    import triton.language.core as core
+    from triton.runtime import interpreter as interp
+    wrapper_code = core.builtin(lambda: None).__code__
+
+    def _patch_attr(obj: Any, name: str, member: Any, builder: Any, scope: Any) -> None:
+        semantic = interp.interpreter_semantic
+        target = member
+        if getattr(member, "__code__", None) is wrapper_code and callable(getattr(member, "__wrapped__", None)):
+            target = member.__wrapped__
+
+        def new_member(*args: Any, **kwargs: Any) -> Any:
+            kwargs["_semantic"] = semantic
+            return target(*args, **kwargs)
+        scope.set_attr(obj, name, new_member)
+    _patch_attr._kf_fast = True
+    return _patch_attr
 
 
 def _plain_dims(shape: Any) -> tuple[int, ...] | None:
@@ -151,9 +195,11 @@ def install() -> None:
         interp._get_np_dtype = _fast_np_dtype(interp._get_np_dtype)
     semantic = interp.interpreter_semantic
     if not getattr(semantic.broadcast_impl_value, "_kf_fast", False):
-        semantic.broadcast_impl_value = _fast_broadcast(semantic.broadcast_impl_value)
+        semantic.broadcast_impl_value = _fast_broadcast(semantic.broadcast_impl_value, semantic)
     if not getattr(semantic.binary_op_type_checking_impl, "_kf_fast", False):
         semantic.binary_op_type_checking_impl = _fast_binary_checking(semantic.binary_op_type_checking_impl, semantic)
+    if not getattr(interp._patch_attr, "_kf_fast", False):
+        interp._patch_attr = _fast_patch_attr(interp._patch_attr)
     import triton.language as tl
     for cls, fast in ((tl.block_type, _fast_block_type_init), (tl.tensor, _fast_tensor_init)):
         if not getattr(cls.__init__, "_kf_fast", False):
