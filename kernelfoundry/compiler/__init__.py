@@ -3,6 +3,8 @@
 Public API (see docs/compiler.md):
 
 * :func:`compile_candidate` (``gate``): launch signatures per config x hardware -> :class:`CompileReport`;
+  :func:`prestart_compile_servers`: start the compile job's fork servers in the background (a verify
+  does while its trace runs);
 * :class:`LaunchSignature`, :func:`parse_signature` (``signature``): the JSON launch-signature record;
 * :class:`LaunchRecorder`, :func:`signature_of_launch`, :func:`capture_signatures`,
   :func:`capture_task_signatures`: imported from their module, ``kernelfoundry.compiler.capture``, never
@@ -17,7 +19,7 @@ Public API (see docs/compiler.md):
 
 from .asm import write_asm
 from .cache import CompileCache, default_cache_dir, read_artifact
-from .gate import compile_candidate
+from .gate import compile_candidate, prestart_compile_servers
 from .ptxas_broker import PTXAS_BROKER
 from .report import CompileReport, ConfigCompile, HardwareCompile, KernelCompile
 from .resources import CompiledResources
@@ -27,5 +29,5 @@ from .targets import NO_BACKEND, CompileTarget, parse_target, resolve_target
 
 __all__ = ["PTXAS_BROKER", "ArgSpec", "CompileCache", "CompileReport", "CompileTarget", "CompiledResources", "ConfigCompile",
            "HardwareCompile", "KernelCompile", "LaunchSignature", "NO_BACKEND", "SignatureError",
-           "compile_candidate", "default_cache_dir", "parse_signature", "parse_target", "read_artifact",
-           "resolve_target", "write_asm"]
+           "compile_candidate", "default_cache_dir", "parse_signature", "parse_target", "prestart_compile_servers",
+           "read_artifact", "resolve_target", "write_asm"]

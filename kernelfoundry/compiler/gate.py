@@ -12,7 +12,9 @@ resources and artefact paths.
 Why two jobs: a level-2 chain compiles up to 7 kernels one after another in a job, and
 by the compile gate the check and trace jobs have finished, so a CPU is idle; two jobs
 halve the frontend's wall time when the kernels are alike, and let ptxas start on one
-job's kernels while the other still runs (docs/verifier.md, "Where the time goes").
+job's kernels while the other still runs (docs/verifier.md, "Where the time goes").  Only
+as many jobs run as fork servers wait idle (the others are started in the background for the
+next call): a job that starts its own server pays seconds of imports.
 """
 
 from __future__ import annotations
@@ -27,12 +29,12 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..candidate import code_text, source_hash
-from ..sandbox import SandboxLimits
+from ..sandbox import SandboxLimits, default_mode, idle_fork_servers, prestart_fork_servers
 from ..perfmodel import load_hardware
 from .amd import amd_resources
 from .asm import add_sass
 from .cache import CacheEntry, CompileCache, compile_key
-from .jobrun import JobAnswer, run_compile_job
+from .jobrun import JOB_ENV, JOB_MODULE, JobAnswer, run_compile_job
 from .nvidia import build as nvidia_build
 from .report import CompileReport, ConfigCompile, HardwareCompile, KernelCompile
 from .resources import CompiledResources
@@ -65,6 +67,21 @@ def share_out(keys: list[str], weight: Mapping[str, float], jobs: int = JOBS) ->
         loads[i] += weight.get(key, 1.0)
     order = {k: n for n, k in enumerate(keys)}
     return [sorted(g, key=order.__getitem__) for g in groups if g]
+
+
+def prestart_compile_servers(count: int = 1) -> None:
+    """Start the compile job's fork servers in the background until *count* exist (returns at once)."""
+    prestart_fork_servers(JOB_MODULE, JOB_ENV, count)
+
+
+def _parallel_jobs(mode: str | None, requests: int) -> int:
+    """Jobs to run side by side: up to :data:`JOBS`, as many as idle fork servers wait (a second job that
+    had to start its own server, seconds of imports, would finish after the first had done it all); when
+    fewer wait, the others start in the background for the next call."""
+    if requests < 2 or (mode or default_mode()) != "fork":
+        return 1
+    prestart_compile_servers(JOBS)
+    return max(1, min(JOBS, idle_fork_servers(JOB_MODULE, JOB_ENV)))
 
 
 def _merge_summaries(summaries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -227,7 +244,8 @@ def compile_candidate(source: str, signatures_by_config: Mapping[str, Sequence[L
         requests = {k: {"id": k, "signature": compiles[k][0].to_dict(), "target": compiles[k][1].text,
                         "options": job_options(compiles[k][1])} for k in misses}
         lengths = _kernel_lengths(source)
-        groups = share_out(misses, {k: float(lengths.get(compiles[k][0].kernel, 1)) for k in misses})
+        groups = share_out(misses, {k: float(lengths.get(compiles[k][0].kernel, 1)) for k in misses},
+                           jobs=_parallel_jobs(mode, len(misses)))
         t = time.perf_counter()
 
         def run_group(group: list[str]) -> tuple[dict[str, Any], list[_Done]]:

@@ -34,7 +34,7 @@ from ..harness.loader import WALL_FACTOR
 from ..harness.payload import child_task
 from ..records import INCONCLUSIVE, ConfigTrace, GateResult, VerifyResult
 from ..sandbox import (DATA_FILE, BlobReader, GiB, SandboxIsolationError, SandboxLimits, SandboxOutcome,
-                       run_sandboxed)
+                       default_mode, run_sandboxed)
 from .trace.cache import code_context
 from .trace.counts import MalformedTrace, build_config_trace
 
@@ -167,6 +167,9 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
             gates.append(correctness)
             if not correctness.passed:
                 return stop()
+            if compile and (mode or default_mode()) == "fork":   # the check's CPU is free while the trace runs:
+                from ..compiler import prestart_compile_servers          # the compile job's server starts there
+                prestart_compile_servers()
             traced = trace_job.result() if trace_job is not None else None
         finally:
             if trace_job is not None and (not trace_job.done() or not gates[-1].passed):

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 
 from .. import public_names
 from .broker import BrokerGone, fork_broker, recv_frame, send_frame
-from .process import (GiB, MiB, SandboxIsolationError, SandboxLimits, SandboxOutcome, fork_server_pids,
-                      run_sandboxed, shutdown_fork_servers, with_limits)
+from .process import (GiB, MiB, SandboxIsolationError, SandboxLimits, SandboxOutcome, default_mode,
+                      fork_server_pids, idle_fork_servers, prestart_fork_servers, run_sandboxed,
+                      shutdown_fork_servers, with_limits)
 
 if TYPE_CHECKING:       # for type checkers, and for grimp's graph: the package depends on this module
     from .channel import DATA_FILE, BlobReader, BlobWriter, ChannelError
@@ -25,7 +26,8 @@ if TYPE_CHECKING:       # for type checkers, and for grimp's graph: the package 
 _EXPORTS = dict.fromkeys(("DATA_FILE", "BlobReader", "BlobWriter", "ChannelError"), "channel")
 
 __all__ = ["BlobReader", "BlobWriter", "BrokerGone", "ChannelError", "DATA_FILE", "GiB", "MiB", "SandboxIsolationError",
-           "SandboxLimits", "SandboxOutcome", "fork_server_pids", "run_sandboxed", "shutdown_fork_servers",
+           "SandboxLimits", "SandboxOutcome", "default_mode", "fork_server_pids", "idle_fork_servers",
+           "prestart_fork_servers", "run_sandboxed", "shutdown_fork_servers",
            "with_limits", "fork_broker", "recv_frame", "send_frame"]
 
 __getattr__, __dir__ = public_names(__name__, _EXPORTS, globals())

@@ -168,6 +168,11 @@ def _acquire_fork_server(module: str, env: dict[str, str] | None = None) -> Fork
         if key in _SERVER_FAILURES or len(pool) + _STARTING.get(key, 0) >= MAX_SERVERS_PER_MODULE:
             return None
         _STARTING[key] = _STARTING.get(key, 0) + 1
+    return _new_fork_server(key, pool, module, env)
+
+
+def _new_fork_server(key: str, pool: list[ForkServer], module: str, env: dict[str, str] | None) -> ForkServer | None:
+    """A new server for *pool* (counted in ``_STARTING[key]`` by the caller), its lock held, or None."""
     try:
         server = _start_fork_server((module,), {**sandbox_env(), **(env or {})})
     except (ForkServerError, OSError, ValueError) as exc:
@@ -185,6 +190,32 @@ def _acquire_fork_server(module: str, env: dict[str, str] | None = None) -> Fork
     server.close()                            # the pools were shut down while it started
     server.lock.release()
     return None
+
+
+def idle_fork_servers(module: str, env: dict[str, str] | None = None) -> int:
+    """How many live servers for *module* (and *env*) are waiting for a job now."""
+    with _SERVERS_LOCK:
+        return sum(1 for s in _SERVERS.get(_pool_key(module, env), []) if not s.lock.locked() and s.alive())
+
+
+def prestart_fork_servers(module: str, env: dict[str, str] | None = None, count: int = 1) -> None:
+    """Start servers for *module* in the background until its pool has *count*, started or starting, and
+    return at once (a job that comes first starts its own, as before)."""
+    key = _pool_key(module, env)
+    with _SERVERS_LOCK:
+        pool = _SERVERS.setdefault(key, [])
+        live = sum(1 for s in pool if s.alive())
+        missing = 0 if key in _SERVER_FAILURES else min(count - live, MAX_SERVERS_PER_MODULE - len(pool)) \
+            - _STARTING.get(key, 0)
+        missing = max(0, missing)
+        _STARTING[key] = _STARTING.get(key, 0) + missing
+
+    def start() -> None:
+        server = _new_fork_server(key, pool, module, env)
+        if server is not None:
+            server.lock.release()
+    for _ in range(missing):
+        threading.Thread(target=start, name="kf-fork-server-prestart", daemon=True).start()
 
 
 def _discard_fork_server(key: str, server: ForkServer) -> None:

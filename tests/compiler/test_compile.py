@@ -200,10 +200,24 @@ def test_kernels_are_shared_out_to_two_jobs_largest_first():
     assert share_out(["only"], {}) == [["only"]] and share_out([], {}) == []
 
 
-def test_a_batch_of_compiles_runs_in_two_jobs_and_every_kernel_gets_its_answer(seed_reports):
-    batched = [r for r in seed_reports.values() if r.cache_misses >= 2]
-    assert batched, "no seed compiled two kernels or more"
-    for report in batched:
-        assert report.job["jobs"] == 2 and report.job["attempts"] == 2
-        for name in TARGET_HARDWARE:
-            assert report.hardware[name].status == "ok", report.summary()
+def test_a_batch_of_compiles_runs_in_as_many_jobs_as_servers_wait_and_every_kernel_gets_its_answer(tmp_path):
+    import time
+
+    from kernelfoundry.compiler import prestart_compile_servers
+    from kernelfoundry.compiler.gate import JOBS
+    from kernelfoundry.compiler.jobrun import JOB_ENV, JOB_MODULE
+    from kernelfoundry.sandbox import idle_fork_servers
+    task = load_task(REPO / "experiments/tasks/gemm_sigmoid_sum_lse.yaml")
+    source = next(s for _, s in task.seed_sources())
+    sigs = capture_task_signatures(source, task, [default_config(parse_param_space(source))])
+    prestart_compile_servers(JOBS)
+    deadline = time.monotonic() + 180
+    while idle_fork_servers(JOB_MODULE, JOB_ENV) < JOBS and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert idle_fork_servers(JOB_MODULE, JOB_ENV) >= JOBS
+    report = compile_candidate(source, sigs, ["h100", "a100"], cache=tmp_path / "cache")
+    assert report.cache_misses >= 2 and report.job["jobs"] == JOBS and report.job["attempts"] == JOBS
+    for name in ("h100", "a100"):
+        assert report.hardware[name].status == "ok", report.summary()
+    alone = compile_candidate(source, sigs, ["h100", "a100"], cache=tmp_path / "spawned", mode="spawn")
+    assert alone.job["jobs"] == 1 and alone.hardware["h100"].status == "ok"     # no fork servers: one job

@@ -530,3 +530,53 @@ def test_two_servers_start_side_by_side(monkeypatch):
         with sandbox._SERVERS_LOCK:
             for server in sandbox._SERVERS.pop(module, []):
                 server.close()
+
+
+def test_prestart_starts_servers_in_the_background_up_to_the_count_past_an_idle_one(monkeypatch):
+    """A verify asks for the compile job's server while its trace runs: the call returns at once, and
+    only the servers missing from the count start (an idle one counts, it is not taken)."""
+    import threading
+    from kernelfoundry.sandbox import process as sandbox
+
+    release = threading.Event()
+    started = []
+
+    class Started:
+        def __init__(self):
+            self.lock, self.closed = threading.Lock(), False
+            self.proc = type("P", (), {"pid": -1})()
+
+        def alive(self):
+            return not self.closed
+
+        def close(self):
+            self.closed = True
+
+    def start(preload, env):
+        assert release.wait(20)       # a server's imports take seconds: the caller must not wait for them
+        started.append(Started())
+        return started[-1]
+
+    monkeypatch.setattr(sandbox, "_start_fork_server", start)
+    module = f"kf_prestart_{uuid.uuid4().hex[:8]}"
+    key = sandbox._pool_key(module, None)
+    try:
+        sandbox.prestart_fork_servers(module, count=1)
+        sandbox.prestart_fork_servers(module, count=1)          # one is starting: nothing more
+        assert sandbox._STARTING[key] == 1 and sandbox.idle_fork_servers(module) == 0
+        release.set()
+        deadline = time.monotonic() + 20
+        while sandbox.idle_fork_servers(module) < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sandbox.idle_fork_servers(module) == 1 and len(started) == 1
+        sandbox.prestart_fork_servers(module, count=3)          # the idle one counts: two more
+        while sandbox.idle_fork_servers(module) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sandbox.idle_fork_servers(module) == 3 and len(started) == 3 and sandbox._STARTING[key] == 0
+        held = sandbox._acquire_fork_server(module)             # a job takes one of them, none starts
+        assert held is started[0] and len(started) == 3 and sandbox.idle_fork_servers(module) == 2
+        held.lock.release()
+    finally:
+        with sandbox._SERVERS_LOCK:
+            for server in sandbox._SERVERS.pop(key, []):
+                server.close()
