@@ -70,8 +70,11 @@ def test_recorded_run_replayed_with_its_seed_gives_identical_candidates(tmp_path
 
     def run(model: str, name: str):
         reset_replay()
+        # the replay re-proposes the recorded sources; their verdicts come from the first run's cache (what
+        # is compared is what the LLM path proposes, from which parents, not the verifier again)
         cfg = EvolveConfig(task=REPO_DIR / "experiments/tasks/matmul.yaml", budget=7, workers=1, seed=3,
-                           out=tmp_path / name, models=[model], quiet=True, archives_root=tmp_path)
+                           out=tmp_path / name, models=[model], quiet=True, archives_root=tmp_path,
+                           verdict_cache=tmp_path / "verdicts.sqlite")
         return run_evolution(cfg)
 
     _, first = run(f"replay/{REPLAY}", "recorded")
