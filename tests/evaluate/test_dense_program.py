@@ -75,3 +75,41 @@ def test_a_program_run_again_finds_the_memory_its_first_run_found(seed):
     assert gate.passed, gate.reason
     (launch,) = trace.launches
     assert launch.traffic["x_ptr"].load_bytes == pytest.approx(BLOCKS * BLOCK * 4, rel=0.01)   # per program
+
+
+def test_a_rerun_is_the_same_work_when_only_its_sectors_moved():
+    from kernelfoundry.evaluate.trace.counts import same_counts, same_work
+
+    def counts(load, distinct, flops=64.0):
+        c = ProgramCounts(1)
+        c.traffic[0, 0], c.traffic[0, 2], c.traffic[0, 4] = load, load / 32, distinct
+        c.dot_flops["fp16"] = flops
+        return c
+    sparse, dense = counts(1024.0, 640.0), counts(1024.0, 800.0)
+    assert not same_counts(sparse, dense) and same_work(sparse, dense)     # sectors moved, work did not
+    assert not same_work(sparse, counts(2048.0, 640.0))                    # more bytes: other work
+    assert not same_work(sparse, counts(1024.0, 640.0, flops=128.0))       # more dot flops: other work
+
+
+@pytest.mark.slow
+def test_a_gemm_whose_last_k_block_is_ragged_passes_its_trace():
+    """K = 1000 with BLOCK_K = 32: the last trip loads 8 of 32 columns, and A's 2,000-byte rows straddle
+    sectors. A sparse run advances ``a_ptrs`` only on the trips it runs, so its late trips read other
+    columns than the dense run's and touch other sectors: the same work, other sectors. The trace
+    refused this honest kernel ("did different work when the trace ran it again")."""
+    repo = Path(__file__).resolve().parents[2]
+    tutorial = repo / "experiments" / "fidelity" / "triton_tutorial"
+    source = (tutorial / "matmul.py").read_text()
+    start = source.index('    "TILE": [')
+    end = source.index('    "GROUP_SIZE_M"')
+    source = source[:start] + '    "TILE": ["128x64x32"],\n' + source[end:]
+    source = source.replace('"num_warps": [8, 4, 2]', '"num_warps": [4]').replace('"num_stages": [3, 4, 5]',
+                                                                                    '"num_stages": [3]')
+    task = task_from_dict({
+        "name": "ragged_k", "reference": "import torch\ndef reference(a, b):\n    return a @ b\n",
+        "inputs": {"a": {"shape": ["M", "K"], "dtype": "float16"}, "b": {"shape": ["K", "N"], "dtype": "float16"}},
+        "shapes": {"check": [{"M": 64, "N": 48, "K": 80}], "target": [{"M": 1024, "N": 1024, "K": 1000}]},
+        "tolerance": {"atol": 2e-2, "rtol": 2e-2}, "seeds": [str(tutorial / "matmul.py")]})
+    gate, traces = trace_trusted(source, task, timeout=300)
+    assert gate.passed, gate.reason
+    assert traces and traces[0].launches[0].dot_flops and sum(traces[0].launches[0].dot_flops.values()) > 0

@@ -40,7 +40,7 @@ from ...harness.inputs import trace_inputs
 from ...harness.loader import CandidateTimeout, describe_exception, time_limit
 from ..trace.sector_runs import coarse_runs
 from ...harness.tiled import release_all
-from ..trace.counts import SECTOR_BYTES, count_program, same_counts, sample_programs
+from ..trace.counts import SECTOR_BYTES, count_program, same_counts, same_work, sample_programs
 from .trace_hooks import PRECISION_RANK, LaunchContext, RuleViolation, Session, active, dtype_name
 from ..trace.loop_plan import DENSE_TRIPS, DENSE_TRIPS_OTHERS
 from .loop_hooks import CONTROL
@@ -211,7 +211,7 @@ class TraceSession(Session):
             elif not same_counts(view := self._sparse_view(record, tensors), lead_view):
                 self._undo_writes()      # the re-run starts from the memory the first run found
                 record = self._run_program(ctx, pid, DENSE_TRIPS_OTHERS)
-                if not same_counts(self._sparse_view(record, tensors), view):
+                if not same_work(self._sparse_view(record, tensors), view):
                     self.fail(f"program {pid} of {ctx.kernel} did different work when the trace ran it again from "
                               "the same memory; make a program's work follow from its inputs and ids")
             record["lead"] = pid == lead

@@ -274,6 +274,23 @@ def same_counts(a: ProgramCounts, b: ProgramCounts) -> bool:
             and all(close(a.ops[k], b.ops[k]) for k in OP_KINDS))
 
 
+def same_work(a: ProgramCounts, b: ProgramCounts) -> bool:
+    """Whether two runs of one program did the same work (bytes loaded and stored per tensor, dot flops,
+    ops) up to float rounding.  Sector columns are left out: a sparse run skips trips, so a pointer it
+    advances once per trip (``a_ptrs += BLOCK_K * stride``) points elsewhere on its later sampled trips
+    than in a dense run, and where a ragged last trip straddles rows its sectors differ while its work
+    does not (the dense run's counts, addresses and all, are the ones kept)."""
+    cols = [_LOAD_BYTES, _STORE_BYTES]
+    return same_counts(_only(a, cols), _only(b, cols))
+
+
+def _only(c: ProgramCounts, cols: list[int]) -> ProgramCounts:
+    out = ProgramCounts(len(c.traffic))
+    out.traffic[:, cols] = c.traffic[:, cols]
+    out.dot_flops, out.ops = c.dot_flops, c.ops
+    return out
+
+
 def unanchored(counts: list[ProgramCounts], n_tensors: int) -> set[int]:
     """Tensors whose wave anchors cannot be trusted: two sampled programs run alike (``run_kind``) with
     the same first sectors at every load site (the anchors say they read the same data) loaded different
