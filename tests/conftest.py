@@ -99,17 +99,9 @@ RAY_FIXTURES = {"ray_local"}
 SANDBOX_FIXTURES = {"job_module"}
 
 
-#: Modules whose first test waits for minutes of fixture work (the corpora: 220-250 s each on a quiet
-#: 2-core machine, ``--durations``); they start first, one per xdist worker.
-RUN_FIRST = ("tests/adversarial/test_adversarial.py", "tests/adversarial/test_honest_corpus.py")
-
-
 def pytest_collection_modifyitems(config, items):
     """Mark tests by what they start: a local Ray instance (``ray``), sandboxed children (``sandbox``);
-    and those listed in :data:`SLOW` as ``slow``.  Then order the modules longest first, for
-    ``--dist loadfile --no-loadscope-reorder``: :data:`RUN_FIRST`, then modules with a slow test, then
-    the rest, so the quick modules fill the workers' last minutes (xdist's own order, most tests first,
-    left one worker on a 70 s module alone at the end).
+    and those listed in :data:`SLOW` as ``slow``.
 
     A test module that starts Ray itself says so with ``pytestmark = pytest.mark.ray``."""
     root = config.rootpath
@@ -123,21 +115,3 @@ def pytest_collection_modifyitems(config, items):
         parts = item.path.parts
         if fixtures & SANDBOX_FIXTURES or "sandbox" in parts or "adversarial" in parts:
             item.add_marker(pytest.mark.sandbox)
-    _longest_first(items, root)
-
-
-def _longest_first(items, root) -> None:
-    """Reorder *items* in place, module by module (a module's tests stay together, in their order)."""
-    def module(item):
-        return str(item.path.relative_to(root)) if item.path.is_relative_to(root) else str(item.path)
-    slow_modules = {module(item) for item in items if item.get_closest_marker("slow")}
-    first_seen = {}
-    for n, item in enumerate(items):
-        first_seen.setdefault(module(item), n)
-
-    def rank(pair):
-        n, item = pair
-        name = module(item)
-        tier = RUN_FIRST.index(name) if name in RUN_FIRST else len(RUN_FIRST) + (name not in slow_modules)
-        return tier, first_seen[name], n
-    items[:] = [item for _, item in sorted(enumerate(items), key=rank)]
