@@ -198,9 +198,12 @@ def cross_gpu_row(predictor: str, hardware: str, dataset: str, measured_ms: list
 
 
 def table_from(results) -> dict:
-    """The table from ``(dataset, hardware, predictions, HeldOut)`` tuples."""
+    """The table from ``(dataset, hardware, predictions, HeldOut)`` tuples; datasets of estimates (another
+    model's runtimes, ``origin: estimate``) are left out: a band is an error against measurements."""
     bands, cross = [], []
     for dataset, hardware, preds, ho in results:
+        if not dataset.measured:
+            continue
         bands.extend(band_rows(dataset.predictor, hardware, dataset.name, preds, ho.predicted_ms, ho.method))
         if ho.gpu_out_ms:
             cross.append(cross_gpu_row(dataset.predictor, hardware, dataset.name,

@@ -84,7 +84,9 @@ RULES_FITTED_ON = ("kernelbench_h100",)
 #: Datasets measured on a GPU whose figures were fitted on other rows (another benchmark, machine and
 #: day) that no constant or figure ever saw: the shipped model's error on them is held out as it
 #: stands ("not fitted on"), and they are no cross-GPU rows (their GPU's figures were fitted).
-NEVER_FITTED = ("triton_tutorial_a100", "triton_tutorial_a100_eager")
+#: The nvmmh_* rows are runtime estimates of NVIDIA's matmul heuristics (import_nvmatmul_heuristics.py),
+#: never fitted on either (and never in a band: ``origin: estimate``).
+NEVER_FITTED = ("triton_tutorial_a100", "triton_tutorial_a100_eager", "nvmmh_h100", "nvmmh_a100", "nvmmh_h200")
 STEPS = (0.5, 0.7, 0.85, 0.93, 1.07, 1.18, 1.4, 2.0)
 
 

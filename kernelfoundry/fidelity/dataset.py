@@ -7,6 +7,8 @@ A dataset file is YAML (format: ``docs/fidelity.md``)::
     predictor: eager                   # eager: the eager-PyTorch baseline; kernel: the Triton kernel model
     hardware: h100                     # hardware library name the rows were measured on
     timing: kernelbench                # kernelbench | do_bench (how the numbers were taken)
+    origin: measurement                # optional: measurement (default) | estimate (another model's
+                                       # runtimes: compared and reported, never in an error band)
     source: {...}                      # where the numbers come from (free-form)
     rows:
       - id: L1-23_Softmax
@@ -42,6 +44,8 @@ from ..errors import UserError
 
 PREDICTORS = ("eager", "kernel")
 TIMINGS = ("kernelbench", "do_bench")
+#: What ``measured_ms`` holds: timings, or runtimes another (calibrated) model estimates.
+ORIGINS = ("measurement", "estimate")
 DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool")
 THRESHOLD_KEYS = {"geomean_error_max": (1.0, 100.0), "within_25_min": (0.0, 1.0), "within_2x_min": (0.0, 1.0),
                   "spearman_min": (-1.0, 1.0), "max_error_max": (1.0, 1000.0), "median_error_max": (0.0, 100.0)}
@@ -83,6 +87,12 @@ class Dataset:
     timing: str
     source: Any
     rows: tuple[Row, ...]
+    origin: str = "measurement"
+
+    @property
+    def measured(self) -> bool:
+        """Its numbers are measurements (an ``estimate`` dataset is compared, never made a band of)."""
+        return self.origin == "measurement"
 
     @property
     def thresholds_path(self) -> Path:
@@ -112,7 +122,7 @@ def load_dataset(path: str | Path) -> Dataset:
     if not isinstance(data, dict) or "rows" not in data or "dataset" not in data:
         raise FidelityError(f"{where} is not a fidelity dataset: it needs top-level 'dataset' and 'rows' "
                             f"(see docs/fidelity.md).")
-    known = {"dataset", "description", "predictor", "hardware", "timing", "source", "rows", "notes"}
+    known = {"dataset", "description", "predictor", "hardware", "timing", "origin", "source", "rows", "notes"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise FidelityError(f"{where}: unknown field(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}.")
@@ -125,6 +135,9 @@ def load_dataset(path: str | Path) -> Dataset:
         raise fail("predictor", f"must be one of {', '.join(PREDICTORS)}; got {data['predictor']!r}.")
     if data["timing"] not in TIMINGS:
         raise fail("timing", f"must be one of {', '.join(TIMINGS)}; got {data['timing']!r}.")
+    origin = data.get("origin", "measurement")
+    if origin not in ORIGINS:
+        raise fail("origin", f"must be one of {', '.join(ORIGINS)}; got {origin!r}.")
     rows_raw = data["rows"]
     if not isinstance(rows_raw, list) or not rows_raw:
         raise fail("rows", "must be a non-empty list of measurements.")
@@ -137,7 +150,7 @@ def load_dataset(path: str | Path) -> Dataset:
         rows.append(row)
     return Dataset(name=data["dataset"], path=path, description=str(data.get("description", "")),
                    predictor=data["predictor"], hardware=data["hardware"], timing=data["timing"],
-                   source=data.get("source"), rows=tuple(rows))
+                   source=data.get("source"), rows=tuple(rows), origin=origin)
 
 
 def load_thresholds(dataset: Dataset) -> dict[str, float]:

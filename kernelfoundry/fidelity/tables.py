@@ -92,12 +92,15 @@ def dataset_report(dataset: Dataset, hardware: str, preds: list[Prediction], *, 
                    broken: list[str] | None = None, held=None) -> str:
     """The markdown section for one dataset (*held*: its :class:`~.crossval.HeldOut`)."""
     what = "eager-PyTorch baseline" if dataset.predictor == "eager" else "Triton kernel model"
-    out = [f"## {dataset.name}: {what} on {hardware} ({len(preds)} rows, {dataset.timing} timing)", "",
+    numbers = f"{dataset.timing} timing" if dataset.measured else "ESTIMATES of another model, not measurements"
+    out = [f"## {dataset.name}: {what} on {hardware} ({len(preds)} rows, {numbers})", "",
            "In-sample (the shipped model, whose constants were fitted on these rows where any were):", "",
            summary_table(summaries(preds))]
     if held is not None:
-        out += ["", f"In-sample vs held-out ({held.method}: {METHODS.get(held.method, held.method)}; "
-                    f"the error bands quote the held-out 80th percentile):", "", held_out_table(preds, held.predicted_ms)]
+        bands = ("the error bands quote the held-out 80th percentile" if dataset.measured else
+                 "no error band is made of estimates")
+        out += ["", f"In-sample vs held-out ({held.method}: {METHODS.get(held.method, held.method)}; {bands}):", "",
+                held_out_table(preds, held.predicted_ms)]
     out += ["", f"Worst {min(worst, len(preds))}:", "", worst_table(preds, worst)]
     if broken is not None:
         out += ["", "Thresholds: " + ("met." if not broken else "BROKEN: " + "; ".join(broken) + ".")]

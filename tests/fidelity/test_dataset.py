@@ -60,6 +60,7 @@ def _write(tmp_path, name="ds", **changes):
 @pytest.mark.parametrize("changes,pattern", [
     ({"predictor": "magic"}, r"ds.yaml: field 'predictor' must be one of eager, kernel"),
     ({"timing": "stopwatch"}, r"field 'timing' must be one of"),
+    ({"origin": "guess"}, r"field 'origin' must be one of measurement, estimate; got 'guess'"),
     ({"dataset": "other"}, r"field 'dataset' must equal the file's stem 'ds'"),
     ({"bogus": 1}, r"unknown field\(s\) 'bogus'"),
     ({"rows": []}, r"field 'rows' must be a non-empty list"),
@@ -116,3 +117,30 @@ def test_repeated_ids_and_bad_thresholds_are_refused(tmp_path):
     ds.thresholds_path.write_text("speed: 1\n")
     with pytest.raises(FidelityError, match=r"unknown field 'speed'"):
         load_thresholds(ds)
+
+
+def test_estimates_are_reported_but_never_made_an_error_band(tmp_path):
+    """An ``origin: estimate`` dataset (another model's runtimes) is predicted and compared like any, and
+    ``table_from`` makes no band of it; the same rows as measurements make one."""
+    from kernelfoundry.fidelity.bands import table_from
+    from kernelfoundry.fidelity.crossval import held_out
+    from kernelfoundry.fidelity.predict import predict_dataset, row_models
+    from kernelfoundry.fidelity.tables import dataset_report
+    tables = {}
+    for origin in ("measurement", "estimate"):
+        folder = tmp_path / origin
+        folder.mkdir()
+        ds = load_dataset(_write(folder, origin=origin))
+        assert ds.measured == (origin == "measurement")
+        preds = predict_dataset(ds, write_traces=False)
+        assert len(preds) == 1 and preds[0].predicted_ms > 0
+        tables[origin] = table_from([(ds, ds.hardware, preds, held_out(ds, row_models(ds)))])
+        report = dataset_report(ds, ds.hardware, preds)
+        assert ("ESTIMATES of another model, not measurements" in report) == (origin == "estimate")
+    assert {b["kind"] for b in tables["measurement"]["bands"]} == {"all", "elementwise"}
+    assert tables["estimate"] == {"bands": [], "cross_gpu": []}
+
+
+def test_committed_estimate_datasets_are_the_gemm_heuristics_sets():
+    estimates = {load_dataset(p).name for p in DATASETS if not load_dataset(p).measured}
+    assert estimates == {"nvmmh_h100", "nvmmh_a100", "nvmmh_h200"}
