@@ -1,13 +1,9 @@
 """Thompson sampling over the built-in mutator's operators, primed by the memory.
 
 Each (stage, operator) has a Gaussian posterior on its mean reward (values.py).  The
-prior starts from a weak prior on the operator's fixed weight (``docs/builtin_mutator.md``,
-COLD_PRIOR_N pseudo-observations), so a cold start behaves like the fixed draw; the memory's
-pooled value for similar tasks, when it holds some, is added to it as that many observations
-(its similarity-weighted count, at most PRIOR_CAP).  So one or two unlucky uses on another
-task move an operator's prior a little, not all the way: a thin negative value (rows per
-program on GEMM chains, from fewer than two observations) had kept an operator that opens new
-cells out of every memory run of a task (docs/memory.md).
+prior is the memory's pooled value for similar tasks when it holds some (weight = its
+similarity-weighted count, at most PRIOR_CAP), else a weak prior from the operator's
+fixed weight (``docs/builtin_mutator.md``), so a cold start behaves like the fixed draw.
 For each job the driver samples every operator of the request's kind once and sends
 the operators in that order; the mutator applies the first that fits, and the reward
 of what it produced updates that operator's posterior.
@@ -72,15 +68,12 @@ class OperatorBandit:
         for stage in (DRAFT, REFINE):
             mem = self.priors.get(stage, {})
             for name, (kind, w) in self.operators.items():
-                cold = COLD_MEAN[stage] + KAPPA[stage] * math.log(w / top[kind])
                 p = mem.get(action_name(name))
                 if p is not None and p.n > 0:
-                    n = min(p.n, PRIOR_CAP)
-                    self.arms[(stage, name)] = Arm(COLD_PRIOR_N + n, (COLD_PRIOR_N * cold + n * p.mean) /
-                                                   (COLD_PRIOR_N + n), source="memory")
+                    self.arms[(stage, name)] = Arm(min(p.n, PRIOR_CAP), p.mean, source="memory")
                     self.primed.add((kind, stage))
                 else:
-                    self.arms[(stage, name)] = Arm(COLD_PRIOR_N, cold)
+                    self.arms[(stage, name)] = Arm(COLD_PRIOR_N, COLD_MEAN[stage] + KAPPA[stage] * math.log(w / top[kind]))
 
     def order(self, kind: str, stage: int, rng: random.Random, tried: frozenset[str] = frozenset()) -> list[str]:
         """The operators of *kind*, best Thompson sample first; operators in *tried* (already applied

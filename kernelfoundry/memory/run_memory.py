@@ -21,7 +21,7 @@ from typing import Any, Callable
 from .bandit import DUPLICATE_REWARD, OperatorBandit
 from .task_signature import TaskSignature, signature_of
 from .store import ExperienceStore
-from .values import DRAFT, NEW_CELL_STATUS, REFINE, child_gain, gain_of, reward_of, stage_of
+from .values import DRAFT, REFINE, child_gain, gain_of, reward_of, stage_of
 
 #: experiences retrieved into an LLM prompt, and how many jobs a retrieval is reused for
 PROMPT_EXPERIENCES = 3
@@ -174,8 +174,7 @@ class RunMemory:
         kind = job["kind"]
         stage = stage_of(parent.get("passed"), kind)
         child_obj = row.get("objective") if row["passed"] else None
-        reward = reward_of(stage, row["passed"], parent.get("objective"), child_obj,
-                           new_cell=row.get("archive_status") == NEW_CELL_STATUS)
+        reward = reward_of(stage, row["passed"], parent.get("objective"), child_obj)
         mutator = row.get("mutator") or "unknown"
         if kind == "seed":
             mutator = "memory-seed" if is_memory_seed(job) else "seed"

@@ -4,11 +4,7 @@ Stage 1 ("draft"): the parent is not a correct kernel (a failed candidate to fix
 seed).  Its reward is 1 when the child is correct, else 0, so Q1 is the probability that
 the action yields a correct kernel.  Stage 2 ("refine"): the parent is correct; the reward
 is the child's log speedup over the parent, clipped to [-0.5, 0.5], and a failed child
-costs FAILED_REFINE (the slot was wasted), so Q2 is the expected gain of the action.  A child
-that fills an archive cell no elite held is worth at least NEW_CELL_REWARD whatever its speed:
-the search is a quality-diversity search, and an edit that moves a kernel to a new cell (rows per
-program, a persistent grid) is usually a little slower than its parent, so a reward of speed alone
-taught the bandit, and through the memory every later task, never to make it (docs/memory.md).
+costs FAILED_REFINE (the slot was wasted), so Q2 is the expected gain of the action.
 Values are Monte-Carlo means of these rewards (store.q_values keeps the sums).
 """
 
@@ -20,11 +16,6 @@ DRAFT, REFINE = 1, 2
 STAGE_NAMES = {DRAFT: "draft (Q1: reach a correct kernel)", REFINE: "refine (Q2: make a correct kernel faster)"}
 GAIN_CLIP = 0.5
 FAILED_REFINE = -0.1
-#: the least reward of a refine whose child filled an empty cell: the log gain of a 10% speedup (a
-#: choice, not fitted), so a new cell counts like a good tuning step and never like a loss
-NEW_CELL_REWARD = 0.1
-#: the archive's status of a candidate that filled an empty cell (``search.archive.NEW_CELL``)
-NEW_CELL_STATUS = 2
 
 
 def _ok(x) -> bool:
@@ -45,16 +36,13 @@ def gain_of(parent_objective: float | None, child_objective: float | None) -> fl
     return None
 
 
-def reward_of(stage: int, passed: bool, parent_objective: float | None, child_objective: float | None, *,
-              new_cell: bool = False) -> float:
-    """The reward of one child (module docstring); *new_cell*: it filled an empty archive cell."""
+def reward_of(stage: int, passed: bool, parent_objective: float | None, child_objective: float | None) -> float:
     if stage == DRAFT:
         return 1.0 if passed and _ok(child_objective) else 0.0
     if not passed or not _ok(child_objective):
         return FAILED_REFINE
     gain = gain_of(parent_objective, child_objective)
-    reward = 0.0 if gain is None else max(-GAIN_CLIP, min(GAIN_CLIP, gain))
-    return max(reward, NEW_CELL_REWARD) if new_cell else reward
+    return 0.0 if gain is None else max(-GAIN_CLIP, min(GAIN_CLIP, gain))
 
 
 def child_gain(parent_objective: float | None, child_objective: float | None, fix_credit: float) -> float:
