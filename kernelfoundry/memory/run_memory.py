@@ -212,6 +212,16 @@ class RunMemory:
         except sqlite3.Error as exc:
             self._fail("write", exc)
 
+    def replay(self, kind: str, parent_passed: bool | None, parent_objective: float | None, passed: bool,
+               objective: float | None, mutator: str | None) -> None:
+        """A candidate a resumed run finds stored: the bandit learns from it again, as :meth:`record` did
+        (its experience was written then), so a resume goes on with what the run had learned."""
+        if self.bandit is None or not mutator or not mutator.startswith("builtin:"):
+            return
+        stage = stage_of(parent_passed, kind)
+        self.bandit.update(stage, mutator.split(":", 1)[1],
+                           reward_of(stage, passed, parent_objective, objective if passed else None))
+
     def note_duplicate(self, job: dict[str, Any], mutator: str | None) -> None:
         """A proposal that duplicated a stored candidate: a small penalty for its operator."""
         if self.bandit is not None and mutator and mutator.startswith("builtin:"):

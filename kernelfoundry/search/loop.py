@@ -80,10 +80,16 @@ class SearchDriver:
     # -- resume -----------------------------------------------------------
     def _rebuild_from_store(self) -> None:
         from ..candidate import source_hash
+        outcomes: dict[int, tuple[bool, float | None]] = {}      # stored id -> (passed, objective)
         for row in self.store.iter_candidates():
             if row.source:
                 self.hashes.add(source_hash(row.source))
             self._note_tried(row.parent_ids, row.mutator)
+            outcomes[row.id] = (bool(row.passed), row.objective)
+            if self.memory is not None and row.parent_ids:       # the operator bandit learns it again
+                parent_passed, parent_objective = outcomes.get(row.parent_ids[0], (None, None))
+                self.memory.replay(row.kind, parent_passed, parent_objective, bool(row.passed), row.objective,
+                                   row.mutator)
             if (row.mutator == "seed" or row.kind == "draft") and row.passed:
                 self.state.seed_ids.append(row.id)
             # a memory seed that failed is another task's kernel: nothing to repair

@@ -181,3 +181,37 @@ def test_cold_start_takes_the_tasks_own_elites_first_and_one_per_other_task(tmp_
     assert is_memory_seed({"kind": "seed", "name": names[1]}) and is_memory_seed(f"seed {names[1]}")
     assert not is_memory_seed({"kind": "seed", "name": "relu_naive.py"}) and not is_memory_seed("seed relu_naive.py")
     memory.close()
+
+
+def test_a_resumed_driver_replays_the_stored_candidates_into_its_bandit(tmp_path, ray_local):
+    """A driver built on a stored run hands every stored child to the memory's replay, with its parent's
+    outcome, in the order they were stored (RunMemory.replay: the bandit learns them again)."""
+    from kernelfoundry.search.archive import KernelArchive
+    from kernelfoundry.search.loop import SearchDriver, SearchSettings
+    from kernelfoundry.search.progress import ProgressLine
+    from test_driver import SPEC
+
+    class Replays:
+        def __init__(self):
+            self.calls = []
+
+        def replay(self, *args):
+            self.calls.append(args)
+
+    driver, store, pool = make_driver(tmp_path, budget=12)
+    try:
+        driver.run([("seed.py", "SEED")])
+        rows = list(store.iter_candidates())
+        spy = Replays()
+        SearchDriver(task=driver.task, settings=SearchSettings(budget=20, workers=2, seed=1, hardware=["h100"]),
+                     store=store, run_dir=tmp_path, pool=pool, progress=ProgressLine(20, quiet=True),
+                     archive=KernelArchive(SPEC, seed=1), memory=spy)
+    finally:
+        pool.shutdown()
+        store.close()
+    by_id = {r.id: r for r in rows}
+    children = [r for r in rows if r.parent_ids]
+    assert len(children) == len(rows) - 1 and len(spy.calls) == len(children)
+    for row, call in zip(children, spy.calls):
+        parent = by_id[row.parent_ids[0]]
+        assert call == (row.kind, bool(parent.passed), parent.objective, bool(row.passed), row.objective, row.mutator)

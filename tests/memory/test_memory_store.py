@@ -231,3 +231,30 @@ def test_runs_opening_a_new_memory_file_at_once_all_get_it(tmp_path):
         assert [p.exitcode for p in procs] == [0] * 6, trial
         with ExperienceStore(path) as store:
             assert store.stats()["experiences"] == 0
+
+
+def test_a_resumed_run_replays_its_stored_candidates_into_the_bandit():
+    """What record() taught the operator bandit, replay() of the same stored candidates teaches a fresh one
+    (a resumed run goes on with what it had learned, not from its cold prior)."""
+    from kernelfoundry import REPO_DIR
+    from kernelfoundry.memory import RunMemory
+    from kernelfoundry.task import load_task
+    task = load_task(REPO_DIR / "experiments/tasks/softmax.yaml")
+    ops = {"big": ("mutate", 4.0), "small": ("mutate", 1.0), "mend": ("fix", 1.0)}
+    first = RunMemory.open(None, task, ["h100"], builtin_operators=ops)
+    stored = [  # (job kind, parent passed, parent objective, passed, objective, mutator)
+        ("mutate", True, 1.0, True, 1.3, "builtin:big"),
+        ("mutate", True, 1.3, True, 1.1, "builtin:small"),
+        ("mutate", True, 1.3, False, None, "builtin:big"),
+        ("fix", False, None, True, 1.2, "builtin:mend"),
+        ("mutate", True, 1.2, True, 1.2, "llm:some-model"),
+    ]
+    for kind, parent_passed, parent_objective, passed, objective, mutator in stored:
+        first.record({"kind": kind, "parent": {"passed": parent_passed, "objective": parent_objective}},
+                     {"passed": passed, "objective": objective, "mutator": mutator})
+    resumed = RunMemory.open(None, task, ["h100"], builtin_operators=ops)
+    assert resumed.bandit.summary() != first.bandit.summary()
+    for row in stored:
+        resumed.replay(*row)
+    assert resumed.bandit.summary() == first.bandit.summary()
+    assert first.bandit.summary()[f"{REFINE}:big"]["n"] == 2
