@@ -172,14 +172,12 @@ class RunMemory:
         """One experience for a stored candidate; updates the bandit and the memory's values."""
         parent = job.get("parent") or {}
         kind = job["kind"]
-        stage = stage_of(parent.get("passed"), kind)
         child_obj = row.get("objective") if row["passed"] else None
-        reward = reward_of(stage, row["passed"], parent.get("objective"), child_obj)
         mutator = row.get("mutator") or "unknown"
         if kind == "seed":
             mutator = "memory-seed" if is_memory_seed(job) else "seed"
-        if self.bandit is not None and mutator.startswith("builtin:"):
-            self.bandit.update(stage, mutator.split(":", 1)[1], reward)
+        stage, reward = self.replay(kind, parent.get("passed"), parent.get("objective"), row["passed"], child_obj,
+                                    mutator)
         if not self.write:
             return
         pkey = prompt_key((job.get("prompt") or {}).get("sections"))
@@ -213,14 +211,15 @@ class RunMemory:
             self._fail("write", exc)
 
     def replay(self, kind: str, parent_passed: bool | None, parent_objective: float | None, passed: bool,
-               objective: float | None, mutator: str | None) -> None:
-        """A candidate a resumed run finds stored: the bandit learns from it again, as :meth:`record` did
-        (its experience was written then), so a resume goes on with what the run had learned."""
-        if self.bandit is None or not mutator or not mutator.startswith("builtin:"):
-            return
+               objective: float | None, mutator: str | None) -> tuple[int, float]:
+        """The bandit learns one candidate (a built-in operator's): :meth:`record` calls it for each new
+        candidate, a resumed run for each stored one (its experience was written then), so a resume goes on
+        with what the run had learned.  Returns the candidate's (stage, reward)."""
         stage = stage_of(parent_passed, kind)
-        self.bandit.update(stage, mutator.split(":", 1)[1],
-                           reward_of(stage, passed, parent_objective, objective if passed else None))
+        reward = reward_of(stage, passed, parent_objective, objective if passed else None)
+        if self.bandit is not None and mutator and mutator.startswith("builtin:"):
+            self.bandit.update(stage, mutator.split(":", 1)[1], reward)
+        return stage, reward
 
     def note_duplicate(self, job: dict[str, Any], mutator: str | None) -> None:
         """A proposal that duplicated a stored candidate: a small penalty for its operator."""
