@@ -35,6 +35,7 @@ from ..harness.payload import child_task
 from ..records import INCONCLUSIVE, ConfigTrace, GateResult, VerifyResult
 from ..sandbox import (DATA_FILE, BlobReader, GiB, SandboxIsolationError, SandboxLimits, SandboxOutcome,
                        default_mode, run_sandboxed)
+from .judge.target_outputs import check_target_outputs
 from .trace.cache import code_context
 from .trace.counts import MalformedTrace, build_config_trace
 
@@ -190,7 +191,7 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
             gates.append(GateResult(name="trace", passed=False, reason=reason, seconds=load[-1].seconds,
                                     details=details))
             return stop()
-        gate, traces = judge_trace(report["trace"], traced, to_trace, len(task.target_shapes), dense=dense)
+        gate, traces = judge_trace(report["trace"], traced, to_trace, task, seed, dense=dense)
     if context and gate.passed:
         _keep_traces(trace_cache, context, to_trace, traces)
     gate.details["cached_configs"] = len(configs) - len(to_trace)
@@ -215,7 +216,7 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
         failed, result = read_job(job, "trace")
         if not failed[-1].passed:
             return _own_limit(failed[-1], job, stage="trace"), []
-        dense_gate, dense_traces = judge_trace(result["trace"], job, todo, len(task.target_shapes), dense=True)
+        dense_gate, dense_traces = judge_trace(result["trace"], job, todo, task, seed, dense=True)
         if context and dense_gate.passed:
             _keep_traces(trace_cache, context, todo, dense_traces)
         return dense_gate, dense_traces
@@ -337,9 +338,11 @@ def _malformed(outcome: SandboxOutcome, why: str) -> GateResult:
 
 
 def judge_trace(report: dict[str, Any], outcome: SandboxOutcome, configs: list[dict[str, Any]],
-                n_shapes: int, dense: bool = True) -> tuple[GateResult, list[ConfigTrace]]:
+                task: Task, seed: int, dense: bool = True) -> tuple[GateResult, list[ConfigTrace]]:
     """The trace gate: the child's records built into :class:`ConfigTrace` s, every one asked for
-    (``dense=False``: provisional traces were asked for)."""
+    (``dense=False``: provisional traces were asked for); a dense trace's programs run in full are
+    checked against the reference at the target shape (:mod:`target_outputs`)."""
+    n_shapes = len(task.target_shapes)
     blob = BlobReader(outcome.files.get(DATA_FILE))
     try:
         records = report.get("traces")
@@ -363,6 +366,13 @@ def judge_trace(report: dict[str, Any], outcome: SandboxOutcome, configs: list[d
                               details={"inconclusive": True}), traces
         return GateResult(name="trace", passed=False, reason=reason, seconds=seconds), traces
     details = {"traces": len(traces), "seconds": [round(t.seconds, 3) for t in traces]}
+    if dense:
+        try:
+            wrong, details["target_outputs"] = check_target_outputs(task, seed, records, blob)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:   # TargetCheckError, ChannelError
+            return _malformed(outcome, f"trace: the target-shape outputs: {type(exc).__name__}: {exc}"), []
+        if wrong is not None:
+            return GateResult(name="trace", passed=False, reason=wrong, seconds=seconds), traces
     if isinstance(report.get("waves_reused"), int) and report["waves_reused"] > 0:
         details["waves_reused"] = report["waves_reused"]
     return GateResult(name="trace", passed=True, seconds=seconds, details=details), traces

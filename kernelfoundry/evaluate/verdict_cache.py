@@ -22,7 +22,7 @@ from typing import Any
 from ..candidate import source_hash
 
 #: Bump when a change to the verifier or the performance model alters verdicts.
-VERDICT_FORMAT = 25
+VERDICT_FORMAT = 26
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS verdicts (

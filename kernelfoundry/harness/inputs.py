@@ -125,26 +125,31 @@ class InputFactory:
         return tensors
 
 
+def trace_value_maker(task: Task, env: dict[str, int], seed: int, index: int):
+    """``make(n) -> 1-D tensor`` drawing trace input *index*'s values: the "normal" profile for
+    floats, uniform in ``[low, high)`` for integers; seeded by (*seed*, *index*), so the judge draws
+    the values a trace ran on again (:mod:`trace_values`)."""
+    spec = task.inputs[index]
+    dtype = TORCH_DTYPES[spec.dtype]
+    gen = torch.Generator().manual_seed((int(seed) * 7919 + index) % (2 ** 63))
+    if spec.is_float:
+        return lambda n: torch.randn(n, generator=gen).to(dtype)
+    low = 0 if spec.dtype == "bool" else spec.bound(spec.low, env)
+    high = 2 if spec.dtype == "bool" else spec.bound(spec.high, env)
+    return lambda n: torch.randint(low, high, (n,), generator=gen, dtype=torch.int64).to(dtype)
+
+
 def trace_inputs(task: Task, env: dict[str, int], seed: int = 0) -> tuple[list[torch.Tensor], list]:
-    """Inputs for tracing at a target shape: real values (the "normal" profile for floats, uniform
-    in ``[low, high)`` for integers) at the memory cost of one tile each (see :mod:`tiled`).
+    """Inputs for tracing at a target shape: real values (:func:`trace_value_maker`) at the memory
+    cost of one tile each (see :mod:`tiled`).
 
     Returns the tensors and the mappings to release once the trace is done.
     """
     from .tiled import filled_input
     tensors, mappings = [], []
     for i, spec in enumerate(task.inputs):
-        shape = spec.concrete_shape(env)
-        dtype = TORCH_DTYPES[spec.dtype]
-        gen = torch.Generator().manual_seed((int(seed) * 7919 + i) % (2 ** 63))
-        if spec.is_float:
-            make = (lambda n, gen=gen, dtype=dtype: torch.randn(n, generator=gen).to(dtype))
-        else:
-            low = 0 if spec.dtype == "bool" else spec.bound(spec.low, env)
-            high = 2 if spec.dtype == "bool" else spec.bound(spec.high, env)
-            make = (lambda n, gen=gen, dtype=dtype, low=low, high=high: torch.randint(
-                low, high, (n,), generator=gen, dtype=torch.int64).to(dtype))
-        tensor, mapping = filled_input(shape, dtype, make)
+        tensor, mapping = filled_input(spec.concrete_shape(env), TORCH_DTYPES[spec.dtype],
+                                       trace_value_maker(task, env, seed, i))
         tensors.append(tensor)
         mappings.append(mapping)
     return tensors, mappings

@@ -192,7 +192,7 @@ GOOD_TRACE = {"shape_index": 0, "shape": {"M": 4096, "N": 393216}, "config": {"B
       "error": None}, "lies outside"),
 ])
 def test_forged_traces_fail_the_sandbox_gate(report, text):
-    gate, traces = judge_trace(report, _outcome({}), [{"BLOCK_N": 256}], 1)
+    gate, traces = judge_trace(report, _outcome({}), [{"BLOCK_N": 256}], SOFTMAX, 0)
     assert gate.name == "sandbox" and not gate.passed and text in gate.reason, gate.reason
 
 
@@ -269,28 +269,30 @@ def test_the_trace_childs_own_time_limit_is_inconclusive_a_kernel_error_is_not()
     outcome = SandboxOutcome(ok=True, result={}, reason="", exit_code=0)
     timed_out = {"traces": [], "error": "shape {x_0=4096}, config BLOCK_N=256: tracing did not finish within "
                                         "48 s; even with sampled programs and loops the kernel runs too long"}
-    gate, _ = judge_trace(timed_out, outcome, [{"BLOCK_N": 256}], 1)
+    gate, _ = judge_trace(timed_out, outcome, [{"BLOCK_N": 256}], SOFTMAX, 0)
     assert not gate.passed and gate.details.get("inconclusive") and gate.reason.startswith(INCONCLUSIVE)
     raised = {"traces": [], "error": "shape {x_0=4096}, config BLOCK_N=256: launch raised ValueError: "
                                      "tracing did not finish within 1 s"}          # the kernel's own words
-    gate, _ = judge_trace(raised, outcome, [{"BLOCK_N": 256}], 1)
+    gate, _ = judge_trace(raised, outcome, [{"BLOCK_N": 256}], SOFTMAX, 0)
     assert not gate.passed and not gate.details.get("inconclusive") and not gate.reason.startswith(INCONCLUSIVE)
     # an allocation the trace child's address space refused at the target shape is the verifier's limit too
     refused = {"traces": [], "error": "shape {x_2=1024}, config BLOCK_K=64: launch raised RuntimeError: [enforce "
                                       "fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
                                       "memory: you tried to allocate 8556412928 bytes."}
-    gate, _ = judge_trace(refused, outcome, [{"BLOCK_K": 64}], 1)
+    gate, _ = judge_trace(refused, outcome, [{"BLOCK_K": 64}], SOFTMAX, 0)
     assert not gate.passed and gate.details.get("inconclusive") and gate.reason.startswith(INCONCLUSIVE)
 
 
 RELU = load_task(REPO / "experiments" / "tasks" / "relu.yaml")
 RELU_TWO_BLOCKS = (REPO / "experiments" / "tasks" / "kernels" / "relu_naive.py").read_text() \
     .replace("[256, 512]", "[4096, 256]")
-#: Wrong for BLOCK=256 only where the tensor holds more than 4000 elements: right at the smallest check
-#: shape (5 x 333), wrong at the larger one (64 x 257) and at the targets.
+#: Wrong for BLOCK=256 only where the tensor holds 4000 to 10^6 elements: right at the smallest check
+#: shape (5 x 333), wrong at the larger one (64 x 257), right at the targets (where the trace's check of
+#: the target launch's outputs would see it first).
 RELU_WRONG_AT_LARGER = RELU_TWO_BLOCKS.replace(
     "    tl.store(y_ptr + offs, tl.where(x > 0, x, 0.0), mask=mask)",
-    "    y = tl.where(x > 0, x, 0.0)\n    if BLOCK == 256:\n        if n_elements > 4000:\n            y = x\n"
+    "    y = tl.where(x > 0, x, 0.0)\n    if BLOCK == 256:\n        if n_elements > 4000:\n"
+    "            if n_elements < 1000000:\n                y = x\n"
     "    tl.store(y_ptr + offs, y, mask=mask)")
 
 

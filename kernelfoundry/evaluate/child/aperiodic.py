@@ -35,6 +35,33 @@ def mix(x: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
+def region_salt(seed: int, index: int) -> np.uint64:
+    """The hash salt of trace input *index* under verify seed *seed*."""
+    return np.uint64((int(seed) * 1_000_003 + int(index)) % (1 << 63))
+
+
+def usable_tile(tile: np.ndarray) -> np.ndarray | None:
+    """The whole chunks of a tile's bytes, or None when the tile is too small to hash (read as is)."""
+    if tile is None or tile.size < CHUNK:
+        return None
+    return np.ascontiguousarray(tile[: tile.size - tile.size % CHUNK])
+
+
+def chunk_source(chunks: np.ndarray, salt: np.uint64, tile_bytes: int) -> np.ndarray:
+    """The tile chunk each of *chunks* (chunk indices into an input) reads."""
+    return (mix(chunks.astype(np.uint64) ^ salt) % np.uint64(tile_bytes // CHUNK)).astype(np.int64)
+
+
+def hashed_values(tile: np.ndarray, salt: np.uint64, offsets: np.ndarray, elem_bytes: int) -> np.ndarray:
+    """The value (unsigned, *elem_bytes* wide) a load at each byte offset in *offsets* reads, offsets
+    aligned to *elem_bytes*: what the trace's loads see, for the judge to draw the same values
+    (``judge/trace_values.py``)."""
+    offsets = offsets.astype(np.int64)
+    within = offsets & (CHUNK - 1)
+    return tile.view(_UINT[elem_bytes])[(chunk_source(offsets // CHUNK, salt, tile.size) * CHUNK + within)
+                                        // elem_bytes]
+
+
 @dataclass
 class _Region:
     start: int
@@ -45,7 +72,7 @@ class _Region:
 
     def source(self, chunks: np.ndarray) -> np.ndarray:
         """The tile chunk each of *chunks* (chunk indices into the region) reads."""
-        return (mix(chunks.astype(np.uint64) ^ self.salt) % np.uint64(self.tile.size // CHUNK)).astype(np.int64)
+        return chunk_source(chunks, self.salt, self.tile.size)
 
     def materialise(self, offsets: np.ndarray, elem_bytes: int) -> None:
         """Write the hashed bytes of every chunk an access at *offsets* touches into memory, once."""
@@ -73,12 +100,12 @@ class AperiodicInputs:
         """*tensors*: the trace's inputs; *tiles*: each one's tile bytes, or None where it is not tiled."""
         regions = []
         for i, (tensor, tile) in enumerate(zip(tensors, tiles)):
-            if tile is None or tile.size < CHUNK:
+            usable = usable_tile(tile)
+            if usable is None:
                 continue
             start = int(tensor.data_ptr())
-            regions.append(_Region(start, start + tensor.numel() * tensor.element_size(),
-                                   np.ascontiguousarray(tile[: tile.size - tile.size % CHUNK]),
-                                   np.uint64((int(seed) * 1_000_003 + i) % (1 << 63))))
+            regions.append(_Region(start, start + tensor.numel() * tensor.element_size(), usable,
+                                   region_salt(seed, i)))
         return cls(regions)
 
     def _lanes(self, ptrs: np.ndarray, mask: np.ndarray | None, elem_bytes: int):

@@ -46,6 +46,8 @@ from ..trace.loop_plan import DENSE_TRIPS, DENSE_TRIPS_OTHERS
 from .loop_hooks import CONTROL
 from .loop_limit import LoopLimit
 from .wave_reuse import WaveReuse, launch_key
+from .program_outputs import ProgramOutputs, loops_complete, resolve as resolve_outputs
+from ..contract.span_shape import GRID_PROGRAMS
 
 #: The wave pass covers the first this-many programs in launch order.
 WAVE_PROGRAMS = 256
@@ -185,6 +187,7 @@ class TraceSession(Session):
         self._tensor_index: dict[str, int] = {}
         self._writes: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None   # (storage bytes, index, old)
         self._views: dict[int, np.ndarray] = {}                             # storage start -> its bytes
+        self._capture: ProgramOutputs | None = None     # a program run in full: what it stores, for the judge
 
     def launch(self, ctx: LaunchContext) -> None:
         self._tensor_index = {t.name: i for i, t in enumerate(ctx.tensors.tensors)}
@@ -193,24 +196,31 @@ class TraceSession(Session):
                     "numel": t.numel, "start": t.start, "data_offset": t.data_ptr - t.start}
                    for t in ctx.tensors.tensors]
         sampled = sample_programs(ctx.num_programs, self.trace_programs, self.rng)
-        lead = random.Random(f"{CONTROL.seed}:dense:{len(self.launches)}").choice(sampled) if sampled else -1
+        # the lead, run in full, has its outputs checked against the reference (program_outputs.py): it is
+        # one of the programs past those the checks' grid-span shape launches, where the launch has them
+        late = [p for p in sampled if p >= GRID_PROGRAMS]
+        lead = random.Random(f"{CONTROL.seed}:dense:{len(self.launches)}").choice(late or sampled) if sampled else -1
         # the lead runs densely first; another program runs sparsely, and again densely (fewer trips)
         # when its sparse counts differ from the lead's: the judge lifts each program by the dense count
         # of a program that did the same sampled work (counts.build_launch_trace)
         records: dict[int, dict[str, Any]] = {}
         lead_view = None
+        checked: list[dict[str, Any]] = []        # programs run in full: their stored outputs (program_outputs.py)
         for pid in ([lead] + [p for p in sampled if p != lead]) if sampled else []:
             if not self.dense:                  # a provisional trace: the sparse plan only, no dense re-runs
                 record = self._run_program(ctx, pid, 0)
                 record["lead"] = pid == lead
                 records[pid] = record
                 continue
-            record = self._run_program(ctx, pid, DENSE_TRIPS if pid == lead else 0, keep_writes=pid != lead)
+            if pid == lead:
+                record = self._run_captured(ctx, pid, DENSE_TRIPS, checked)
+            else:
+                record = self._run_program(ctx, pid, 0, keep_writes=True)
             if pid == lead:
                 lead_view = self._sparse_view(record, tensors)
             elif not same_counts(view := self._sparse_view(record, tensors), lead_view):
                 self._undo_writes()      # the re-run starts from the memory the first run found
-                record = self._run_program(ctx, pid, DENSE_TRIPS_OTHERS)
+                record = self._run_captured(ctx, pid, DENSE_TRIPS_OTHERS, checked)
                 if not same_work(self._sparse_view(record, tensors), view):
                     self.fail(f"program {pid} of {ctx.kernel} did different work when the trace ran it again from "
                               "the same memory; make a program's work follow from its inputs and ids")
@@ -226,7 +236,20 @@ class TraceSession(Session):
         census = run_census(pids, lambda pid: self._census_program(ctx, pid), self._has_loops,
                             traced=sampled if pids else [])
         self.launches.append({"kernel": ctx.kernel, "grid": list(ctx.grid), "num_programs": ctx.num_programs,
-                              "tensors": tensors, "programs": programs, "wave": wave, "census": census})
+                              "tensors": tensors, "programs": programs, "wave": wave, "census": census,
+                              "_outputs": checked})
+
+    def _run_captured(self, ctx: LaunchContext, pid: int, dense_trips: int, checked: list[dict[str, Any]]
+                      ) -> dict[str, Any]:
+        """Run a program densely and add what it stored to *checked* (complete when no loop was sampled)."""
+        self._capture = ProgramOutputs(pid)
+        try:
+            record = self._run_program(ctx, pid, dense_trips)
+            checked.append(self._capture.finish(loops_complete(record["execs"]), np.random.default_rng(
+                random.Random(f"{CONTROL.seed}:outputs:{len(self.launches)}:{pid}").getrandbits(63))))
+        finally:
+            self._capture = None
+        return record
 
     def _undo_writes(self) -> None:
         """Put back what the last program run wrote (stores, atomics), newest first: a program run
@@ -421,6 +444,8 @@ class TraceSession(Session):
             if self._wave_seen >= self._wave_targets:
                 raise _ProgramDone()
             return
+        if self._capture is not None:
+            self._capture.note(kind, parts, elem_bytes)
         ev = self._program
         ev.max_block = max(ev.max_block, block_elems)
         if kind != "load" and self._writes is not None:   # called before the write: keep what it overwrites
@@ -503,6 +528,7 @@ def trace_config(launch, task: Task, shape_index: int, config: dict[str, Any], h
                            has_loops=has_loops, dense=dense, wave_reuse=wave_reuse)
     CONTROL.sampling, CONTROL.seed = True, f"{seed}:{shape_index}:{config_key(config)}"
     inputs, mappings = trace_inputs(task, env, seed)
+    tiled = [m is not None for m in mappings]     # the judge draws these inputs' values again (trace_values.py)
     session.aperiodic = AperiodicInputs.of(inputs, [m.tile if m is not None else None for m in mappings], seed)
     for x in inputs:            # the task's data keeps its precision through any view of another dtype
         if isinstance(x, torch.Tensor) and PRECISION_RANK.get(dtype_name(x.dtype), 0):
@@ -514,6 +540,7 @@ def trace_config(launch, task: Task, shape_index: int, config: dict[str, Any], h
             warnings.simplefilter("ignore")
             with active(session), time_limit(timeout, "tracing"), recording_signatures(guard, signatures), guard:
                 outputs = launch(*inputs, **config, **hints)
+        resolve_outputs(session.launches, inputs, outputs, blob)
         _roles(session.launches, inputs, outputs)
         for record, signature in zip(session.launches, signatures):
             if signature.get("kernel") == record["kernel"]:
@@ -540,5 +567,5 @@ def trace_config(launch, task: Task, shape_index: int, config: dict[str, Any], h
     if not session.launches:
         raise TraceFailure("launch ran no Triton kernel.")
     return {"shape_index": shape_index, "shape": dict(env), "config": dict(config), "launches": session.launches,
-            "arms": RECORDER.take(), "zero_fills": list(guard.zero_filled_bytes),
+            "arms": RECORDER.take(), "zero_fills": list(guard.zero_filled_bytes), "tiled_inputs": tiled,
             "seconds": time.perf_counter() - start}
