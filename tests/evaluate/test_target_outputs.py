@@ -102,6 +102,15 @@ def test_right_elements_pass_wrong_ones_fail_and_unreadable_programs_are_counted
         record, blob = _record(rows, cols, half_k, **program)
         why, stats = check_target_outputs(MATMUL, seed, [record], blob)
         assert why is None and stats["skipped"] == {reason: 1} and stats["elements"] == 0
+    # a later launch given the output may still change it (a second pass normalising in place): not final
+    record, blob = _record(rows, cols, half_k)
+    record["launches"].append({"kernel": "rescale", "num_programs": 4, "checked_programs": [],
+                               "tensors": [{"role": "output:0"}, {"role": "scratch"}]})
+    why, stats = check_target_outputs(MATMUL, seed, [record], blob)
+    assert why is None and stats["skipped"] == {"a later launch takes the output": 1} and stats["programs"] == 0
+    record["launches"][-1]["tensors"] = [{"role": "input:0"}, {"role": "scratch"}]    # output untouched: compared
+    why, _ = check_target_outputs(MATMUL, seed, [record], blob)
+    assert why is not None and "program 300 of matmul_kernel" in why
 
 
 def test_a_program_is_complete_only_when_every_for_loop_ran_every_trip():
