@@ -65,7 +65,7 @@ def _record(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, **program) -
     writer.close()
     blob = BlobReader(path.read_bytes())
     path.unlink()
-    checked = dict({"pid": 300, "complete": True, "reads": ["input:0", "input:1"], "atomics": [],
+    checked = dict({"pid": 300, "complete": True, "reads_produced": [], "atomics_shared": [],
                     "stored": ["output:0"], "outputs": [entry]}, **program)
     record = {"shape_index": 0, "config": {"BLOCK_M": 16}, "tiled_inputs": [True, True],
               "launches": [{"kernel": "matmul_kernel", "num_programs": 65536, "checked_programs": [checked]}]}
@@ -96,8 +96,9 @@ def test_right_elements_pass_wrong_ones_fail_and_unreadable_programs_are_counted
     why, _ = check_target_outputs(MATMUL, seed, [record], blob)
     assert why is not None and "1 of 256 elements differ" in why
     # the same wrong values, where the judge cannot know what is right: skipped, and said so
-    for program, reason in (({"complete": False}, "loops sampled"), ({"atomics": ["output:0"]}, "atomics"),
-                            ({"reads": ["input:0", "scratch"]}, "reads scratch or outputs"),
+    for program, reason in (({"complete": False}, "loops sampled"),
+                            ({"atomics_shared": ["output:0"]}, "atomics into an output or a storage read back"),
+                            ({"reads_produced": ["scratch"]}, "reads what an earlier launch wrote"),
                             ({"stored": ["output:0", "input:1"]}, "writes an input")):
         record, blob = _record(rows, cols, half_k, **program)
         why, stats = check_target_outputs(MATMUL, seed, [record], blob)

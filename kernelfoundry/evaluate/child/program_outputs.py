@@ -75,12 +75,18 @@ def resolve(launches: list[dict[str, Any]], inputs: list[torch.Tensor], outputs:
         if isinstance(out, torch.Tensor):
             roles.setdefault(out.untyped_storage().data_ptr(), f"output:{j}")
             outs.setdefault(out.untyped_storage().data_ptr(), (j, out))
+    given: set[int] = set()                    # storages some earlier launch was given (it may have written them)
     for launch in launches:
         checked = []
         for program in launch.pop("_outputs", []):
+            # what makes the program's stores depend on other programs: reading what an earlier launch may
+            # have written (the trace ran only some of its programs), and atomics into an output or into
+            # a storage it reads back; a storage no earlier launch was given holds what the host put there
+            produced = {s for s in program["reads"] if s in given and not roles.get(s, "").startswith("input:")}
+            shared = {s for s in program["atomics"] if s in program["reads"] or roles.get(s, "").startswith("output:")}
             entry = {"pid": program["pid"], "complete": program["complete"],
-                     "reads": sorted({roles.get(s, "scratch") for s in program["reads"]}),
-                     "atomics": sorted({roles.get(s, "scratch") for s in program["atomics"]}),
+                     "reads_produced": sorted({roles.get(s, "scratch") for s in produced}),
+                     "atomics_shared": sorted({roles.get(s, "scratch") for s in shared}),
                      "stored": sorted({roles.get(s["start"], "scratch") for s in program["stores"]}),
                      "outputs": []}
             for store in program["stores"]:
@@ -101,3 +107,4 @@ def resolve(launches: list[dict[str, Any]], inputs: list[torch.Tensor], outputs:
                     "values": blob.put(np.ascontiguousarray(values[inside]).reshape(-1))})
             checked.append(entry)
         launch["checked_programs"] = checked
+        given.update(t["start"] for t in launch["tensors"])

@@ -10,8 +10,9 @@ other dimension keeps its target extent, and the inputs hold the values the trac
 (:mod:`trace_values`).  Tolerances are the checks' own (:func:`correctness.compare`).
 
 Not compared (counted in the gate's details, by reason): programs whose loops were sampled (past the
-dense trip limit), programs that read scratch or outputs (a later launch reading what unsampled
-programs of an earlier one wrote) or use atomics, outputs a later launch is given (it may still change
+dense trip limit), programs that read a storage an earlier launch was given (what its unsampled
+programs wrote is not there) or put atomics into an output or a storage they read back (a split-K
+partial is not the final value), outputs a later launch is given (it may still change
 them), and elements whose reference would need more than
 :data:`INPUT_BUDGET` input elements or :data:`REFERENCE_FLOPS` operations.
 """
@@ -83,10 +84,10 @@ def check_target_outputs(task: Task, seed: int, records: list[dict[str, Any]], b
 def _skip(task: Task, env: dict[str, int], record: dict[str, Any], program: dict[str, Any]) -> str | None:
     if not program.get("complete"):
         return "loops sampled"
-    if program.get("atomics"):
-        return "atomics"
-    if any(not str(role).startswith("input:") for role in program.get("reads", [])):
-        return "reads scratch or outputs"
+    if program.get("atomics_shared"):
+        return "atomics into an output or a storage read back"
+    if program.get("reads_produced"):
+        return "reads what an earlier launch wrote"
     if any(str(role).startswith("input:") for role in program.get("stored", [])):
         return "writes an input"
     tiled = record.get("tiled_inputs") or []
