@@ -20,6 +20,7 @@ import torch
 
 from ...harness.inputs import InputFactory
 from ...task import Task
+from ..contract.span_shape import shape_symbols
 from .correctness import _as_list, load_reference, output_scale
 
 #: Indices taken along a symbol in the trial (fewer when the symbol is smaller).
@@ -28,15 +29,6 @@ TRIAL_INDICES = 3
 MAX_ASSIGNMENTS = 16
 
 _CACHE: dict[tuple, dict[str, tuple[tuple[int, ...], ...]]] = {}
-
-
-def _symbols(task: Task) -> list[str]:
-    seen: list[str] = []
-    for spec in task.inputs:
-        for d in spec.shape:
-            if isinstance(d, str) and d not in seen:
-                seen.append(d)
-    return seen
 
 
 def _close(got: torch.Tensor, want: torch.Tensor, task: Task) -> bool:
@@ -66,7 +58,7 @@ def _find(task: Task) -> dict[str, tuple[tuple[int, ...], ...]]:
         return {}
     found: dict[str, tuple[tuple[int, ...], ...]] = {}
     rng = random.Random(f"separable:{task.name}")
-    for symbol in _symbols(task):
+    for symbol in shape_symbols(task):
         e = max(range(len(envs)), key=lambda k: envs[k].get(symbol, 0))
         size = envs[e].get(symbol, 0)
         if size < 2:
