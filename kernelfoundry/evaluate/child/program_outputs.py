@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 #: A program's stores kept for the judge, at most (elements): a wider program keeps a seeded sample of them.
-MAX_ELEMENTS = 1 << 16
+MAX_ELEMENTS = 1 << 12
 
 
 class ProgramOutputs:
