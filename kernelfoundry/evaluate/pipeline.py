@@ -45,6 +45,8 @@ TRACE_TIMEOUT = "tracing did not finish within"          # the trace child's tim
 #: How an allocation refused by the trace child's address-space limit is reported (torch, Python). A
 #: kernel can raise these itself: it then gets an inconclusive verdict, which admits nothing.
 OUT_OF_MEMORY = ("launch raised RuntimeError: [enforce fail at alloc_cpu.cpp", "launch raised MemoryError")
+#: The trace child's data file past the sandbox's file limit: only the verifier writes files there.
+FILE_LIMIT = "launch raised OSError: [Errno 27] File too large"
 DEFAULT_TIMEOUT_S = 120.0
 #: Provisional (sparse) traces rank the configs and only the picked ones are traced densely, when there
 #: are at least LAZY_MIN_CONFIGS configs to trace (fewer: the second trace job costs more than it saves).
@@ -360,8 +362,9 @@ def judge_trace(report: dict[str, Any], outcome: SandboxOutcome, configs: list[d
     seconds = outcome.wall_s
     if error is not None:
         reason = str(error)[:2000]
-        # the child's own trace time limit, or its address space at the target shapes (the verifier's limits)
-        if reason.partition(": ")[2].startswith((TRACE_TIMEOUT, *OUT_OF_MEMORY)):
+        # the child's own trace time limit, its address space at the target shapes or its data file (the
+        # verifier's limits)
+        if reason.partition(": ")[2].startswith((TRACE_TIMEOUT, *OUT_OF_MEMORY, FILE_LIMIT)):
             return GateResult(name="trace", passed=False, reason=f"{INCONCLUSIVE} ({reason})", seconds=seconds,
                               details={"inconclusive": True}), traces
         return GateResult(name="trace", passed=False, reason=reason, seconds=seconds), traces

@@ -281,6 +281,11 @@ def test_the_trace_childs_own_time_limit_is_inconclusive_a_kernel_error_is_not()
                                       "memory: you tried to allocate 8556412928 bytes."}
     gate, _ = judge_trace(refused, outcome, [{"BLOCK_K": 64}], SOFTMAX, 0)
     assert not gate.passed and gate.details.get("inconclusive") and gate.reason.startswith(INCONCLUSIVE)
+    # so is the trace's data file outgrowing the sandbox's file limit (the candidate cannot write files)
+    too_large = {"traces": [], "error": "shape {M=3000, N=1000, K=5056}, config TILE=256x128x64: launch raised "
+                                        "OSError: [Errno 27] File too large."}
+    gate, _ = judge_trace(too_large, outcome, [{"TILE": "256x128x64"}], SOFTMAX, 0)
+    assert not gate.passed and gate.details.get("inconclusive") and gate.reason.startswith(INCONCLUSIVE)
 
 
 RELU = load_task(REPO / "experiments" / "tasks" / "relu.yaml")
