@@ -24,7 +24,7 @@ from .dataset import FidelityError
 TRACER_SOURCES = ("evaluate/child/record_trace.py", "evaluate/child/trace_hooks.py", "evaluate/trace/counts.py",
                   "evaluate/child/loop_hooks.py", "evaluate/trace/loop_plan.py", "records.py", "evaluate/child/entry.py", "harness/inputs.py",
                   "harness/tiled.py", "evaluate/child/interpreter_gaps.py", "evaluate/child/libdevice.py",
-                  "evaluate/child/aperiodic.py", "evaluate/child/ticket_desk.py",
+                  "evaluate/child/aperiodic.py", "harness/aperiodic_hash.py", "evaluate/child/ticket_desk.py",
                   "evaluate/child/interpreter_speed.py", "evaluate/child/loop_limit.py",
                   "evaluate/child/active_session.py", "evaluate/child/wave_reuse.py")
 

@@ -21,45 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-#: Bytes per hashed chunk: values of one chunk stay together (any load width up to 64 bytes).
-CHUNK = 64
-_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-_M1, _M2, _GOLD = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB), np.uint64(0x9E3779B97F4A7C15)
-
-
-def mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser over uint64 arrays (wrapping arithmetic)."""
-    z = x.astype(np.uint64) + _GOLD
-    z = (z ^ (z >> np.uint64(30))) * _M1
-    z = (z ^ (z >> np.uint64(27))) * _M2
-    return z ^ (z >> np.uint64(31))
-
-
-def region_salt(seed: int, index: int) -> np.uint64:
-    """The hash salt of trace input *index* under verify seed *seed*."""
-    return np.uint64((int(seed) * 1_000_003 + int(index)) % (1 << 63))
-
-
-def usable_tile(tile: np.ndarray) -> np.ndarray | None:
-    """The whole chunks of a tile's bytes, or None when the tile is too small to hash (read as is)."""
-    if tile is None or tile.size < CHUNK:
-        return None
-    return np.ascontiguousarray(tile[: tile.size - tile.size % CHUNK])
-
-
-def chunk_source(chunks: np.ndarray, salt: np.uint64, tile_bytes: int) -> np.ndarray:
-    """The tile chunk each of *chunks* (chunk indices into an input) reads."""
-    return (mix(chunks.astype(np.uint64) ^ salt) % np.uint64(tile_bytes // CHUNK)).astype(np.int64)
-
-
-def hashed_values(tile: np.ndarray, salt: np.uint64, offsets: np.ndarray, elem_bytes: int) -> np.ndarray:
-    """The value (unsigned, *elem_bytes* wide) a load at each byte offset in *offsets* reads, offsets
-    aligned to *elem_bytes*: what the trace's loads see, for the judge to draw the same values
-    (``judge/trace_values.py``)."""
-    offsets = offsets.astype(np.int64)
-    within = offsets & (CHUNK - 1)
-    return tile.view(_UINT[elem_bytes])[(chunk_source(offsets // CHUNK, salt, tile.size) * CHUNK + within)
-                                        // elem_bytes]
+from ...harness.aperiodic_hash import CHUNK, UINT, chunk_source, region_salt, usable_tile
 
 
 @dataclass
@@ -132,9 +94,9 @@ class AperiodicInputs:
     def rewrite(self, ptrs: np.ndarray, mask: np.ndarray | None, data: np.ndarray, elem_bytes: int) -> None:
         """Replace, in place, the lanes of a load's *data* that read a tiled input with its hashed bytes."""
         if not self.regions or data.dtype.itemsize != elem_bytes or not data.flags.c_contiguous \
-                or elem_bytes not in _UINT:
+                or elem_bytes not in UINT:
             return
-        out = data.reshape(-1).view(_UINT[elem_bytes])
+        out = data.reshape(-1).view(UINT[elem_bytes])
         for region, lanes, offsets in self._lanes(ptrs, mask, elem_bytes):
             if region.materialised.size:                  # written chunks read memory (what was written)
                 keep = ~(np.isin(offsets // CHUNK, region.materialised)
@@ -147,9 +109,9 @@ class AperiodicInputs:
             if np.any(within % elem_bytes):               # an element that straddles chunks: byte by byte
                 byte = offsets[:, None] + np.arange(elem_bytes)
                 values = region.tile[region.source(byte // CHUNK) * CHUNK + byte % CHUNK].reshape(-1).view(
-                    _UINT[elem_bytes])
+                    UINT[elem_bytes])
             else:
-                values = region.tile.view(_UINT[elem_bytes])[(region.source(offsets // CHUNK) * CHUNK + within)
+                values = region.tile.view(UINT[elem_bytes])[(region.source(offsets // CHUNK) * CHUNK + within)
                                                              // elem_bytes]
             if lanes is None:
                 out[:] = values

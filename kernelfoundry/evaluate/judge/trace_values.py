@@ -16,7 +16,7 @@ import torch
 from ...harness.inputs import TORCH_DTYPES, trace_value_maker
 from ...harness.tiled import DIRECT_BYTES, tile_bytes_for
 from ...task import Task
-from ..child.aperiodic import hashed_values, region_salt, usable_tile
+from ...harness.aperiodic_hash import hashed_values, region_salt, usable_tile
 
 
 _DRAWN: dict[tuple, tuple[torch.Tensor, bool]] = {}
