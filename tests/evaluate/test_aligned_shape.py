@@ -46,9 +46,11 @@ def test_an_even_k_switch_is_checked_at_the_aligned_shape_and_a_wrong_one_refuse
     assert result.passed, result.reason
     confirm = next(g for g in result.gates if g.name == "confirm")
     assert confirm.details["aligned_shapes"], confirm.details
-    # the unmasked branch drops A's last column: exact wherever it is not taken (every odd shape)
+    # the unmasked branch drops A's last column below K = 2048: exact wherever it is not taken (every odd
+    # shape) and at the target (K = 4096, where the trace compares the target launch's outputs)
     hostile = honest.replace("kk[None, :] * stride_ak, mask=rm[:, None] < M, other=0.0)",
-                             "kk[None, :] * stride_ak, mask=(rm[:, None] < M) & (kk[None, :] < K - 1), other=0.0)")
+                             "kk[None, :] * stride_ak, mask=(rm[:, None] < M) & ((kk[None, :] < K - 1) | (K > 2048)),"
+                             " other=0.0)")
     assert hostile != honest
     result = verify(MATMUL, hostile, ["h100"], limits=default_limits(MATMUL, 120.0))
     assert not result.passed and result.gate == "confirm"
