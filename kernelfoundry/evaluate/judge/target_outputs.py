@@ -53,11 +53,13 @@ def check_target_outputs(task: Task, seed: int, records: list[dict[str, Any]], b
     for record in records:
         env = dict(task.target_shapes[int(record["shape_index"])])
         launches = record["launches"]
+        tiled = record.get("tiled_inputs") or []
+        unmapped = any(is_tiled(task, env, i) and not (i < len(tiled) and tiled[i]) for i in range(len(task.inputs)))
         for k, launch in enumerate(launches):
             # a later launch given an output may still change it (a second pass normalising in place)
             later = {t.get("role") for after in launches[k + 1:] for t in after.get("tensors", [])}
             for program in launch.get("checked_programs", []):
-                why = _skip(task, env, record, program)
+                why = "inputs not mapped" if unmapped else _skip(program)
                 if why:
                     skipped[why] += 1
                     continue
@@ -81,7 +83,7 @@ def check_target_outputs(task: Task, seed: int, records: list[dict[str, Any]], b
     return None, {"programs": compared, "elements": elements, "skipped": dict(skipped)}
 
 
-def _skip(task: Task, env: dict[str, int], record: dict[str, Any], program: dict[str, Any]) -> str | None:
+def _skip(program: dict[str, Any]) -> str | None:
     if not program.get("complete"):
         return "loops sampled"
     if program.get("atomics_shared"):
@@ -90,9 +92,6 @@ def _skip(task: Task, env: dict[str, int], record: dict[str, Any], program: dict
         return "reads what an earlier launch wrote"
     if any(str(role).startswith("input:") for role in program.get("stored", [])):
         return "writes an input"
-    tiled = record.get("tiled_inputs") or []
-    if any(is_tiled(task, env, i) and not (i < len(tiled) and tiled[i]) for i in range(len(task.inputs))):
-        return "inputs not mapped"
     return None
 
 
