@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from kernelfoundry.evaluate.child.record_trace import OFF_PLAN_RUNS, coarse_shift
-from kernelfoundry.evaluate.trace.sector_runs import coarse_runs, expand, new_per_row, to_runs, valid_rows
+from kernelfoundry.evaluate.trace.sector_runs import coarse_runs, distinct, expand, new_per_row, to_runs, valid_rows
 
 
 def _distinct_by_sets(rows):
@@ -116,3 +116,15 @@ def test_the_block_grows_as_a_dense_run_records_more_runs_past_its_budget():
                                         OFF_PLAN_RUNS + (1 << 20), 1 << 40)]
     assert shifts[:2] == [0, 0] and shifts[2] == 2 and shifts[3] == 4
     assert shifts == sorted(shifts) and shifts[-1] == 62
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_distinct_is_np_unique_for_ordered_and_unordered_sectors(seed):
+    rng = np.random.default_rng(seed)
+    row = (np.arange(4096) * 4) >> 5                                      # a row: in order, repeats
+    tile = ((np.arange(32)[:, None] * 1024 + np.arange(64)[None, :]) * 2) >> 5    # rows of a tile
+    column = ((np.arange(64)[None, :] * 1024 + np.arange(32)[:, None]) * 4).reshape(-1) >> 5   # transposed
+    for values in (row, tile.reshape(-1), column, rng.integers(0, 500, 3000), rng.integers(0, 5, 1),
+                   np.zeros(0, dtype=np.int64), np.full(7, 3), np.sort(rng.integers(0, 50, 200))[::-1].copy()):
+        got = distinct(values)
+        assert got.dtype == np.unique(values).dtype and np.array_equal(got, np.unique(values))

@@ -38,7 +38,7 @@ from ...sandbox import BlobReader, BlobWriter
 from ...harness.guard import DispatchGuard
 from ...harness.inputs import trace_inputs
 from ...harness.loader import CandidateTimeout, describe_exception, time_limit
-from ..trace.sector_runs import coarse_runs
+from ..trace.sector_runs import coarse_runs, distinct
 from ...harness.tiled import release_all
 from ..trace.counts import SECTOR_BYTES, count_program, same_counts, same_work, sample_programs
 from .trace_hooks import PRECISION_RANK, LaunchContext, RuleViolation, Session, active, dtype_name
@@ -430,7 +430,7 @@ class TraceSession(Session):
             if kind == "load":
                 for tensor, addrs in parts:
                     self._sharing.setdefault(self._tensor_index[tensor.name], set()).update(
-                        np.unique((addrs - tensor.data_ptr) >> 5).tolist())
+                        distinct((addrs - tensor.data_ptr) >> 5).tolist())
             return
         if self._wave_seen is not None:
             if kind == "store":
@@ -459,7 +459,7 @@ class TraceSession(Session):
         on_plan = not CONTROL.off_sparse_plan
         for tensor, addrs in parts:
             ev.on_plan.append(on_plan)
-            sectors = np.unique((addrs - tensor.data_ptr) >> 5)
+            sectors = distinct((addrs - tensor.data_ptr) >> 5)
             runs = coarse_runs(sectors, 0 if on_plan else coarse_shift(ev.off_plan_runs))
             ev.off_plan_runs += 0 if on_plan else int(runs.shape[0])
             ev.accesses.append((KINDS[kind], self._tensor_index[tensor.name], site, trip, int(addrs.size),

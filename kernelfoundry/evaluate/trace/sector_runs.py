@@ -23,6 +23,21 @@ _EMPTY = np.zeros((0, 2), dtype=np.int64)
 MAX_SECTOR = 1 << 48
 
 
+def distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)``: the sorted distinct values of an int array.  A block access's sectors are
+    usually in order already (a row, or rows of a tile); those skip the sort (about 8x faster)."""
+    v = values.reshape(-1)
+    if v.size < 2:
+        return v.copy()
+    step = v[1:] >= v[:-1]
+    if not step.all():
+        return np.unique(v)
+    keep = np.empty(v.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(v[1:], v[:-1], out=keep[1:])
+    return v[keep]
+
+
 def to_runs(sectors: np.ndarray) -> np.ndarray:
     """``[k, 2]`` int64 runs ``(start, length)`` of a sorted array of distinct sectors."""
     if sectors.size == 0:
