@@ -193,22 +193,40 @@ def test_the_fast_type_check_gives_the_original_result_for_every_dtype_pair_and_
     assert compared == len(names) ** 2 * len(_FLAGS) and shortcut > 100
 
 
-def test_numbers_and_numpy_scalars_still_go_to_the_original():
+def _number_outcome(check, lhs, rhs, flags):
+    """:func:`_outcome` with the operands' values (a number becomes a constant of the computation type)."""
+    try:
+        a, b = check(lhs, rhs, **flags)
+    except Exception as exc:    # the fast path must raise what the original raises
+        return ("raised", type(exc).__name__, str(exc))
+    return ("ok", str(a.type), str(b.type), a.handle.data.dtype, b.handle.data.dtype,
+            a.handle.data.tolist(), b.handle.data.tolist(), a is lhs, b is rhs)
+
+
+@pytest.mark.parametrize("shape", [(), (8,), (2, 4)])
+def test_a_python_number_beside_a_tensor_gives_the_original_result(shape):
     semantic = interp.interpreter_semantic
     original = type(semantic).binary_op_type_checking_impl.__get__(semantic)
-    seen = []
+    calls = []
 
     def recording(*args):
-        seen.append(args)
+        calls.append(args)
         return original(*args)
     fast = interpreter_speed._fast_binary_checking(recording, semantic)
-    block = _operand("float32", (8,))
-    for other in (2, 2.5, True):
-        a, b = fast(block, other)
-        assert str(b.type) == "<['8'], fp32>" and np.all(b.handle.data == np.float32(other))
-    with pytest.raises(TypeError, match="cannot convert"):     # as the original refuses it
-        fast(block, np.float32(2.5))
-    assert len(seen) == 4
+    numbers = (0, 2, -3, 2 ** 31, -2 ** 40, 2 ** 63, 2.5, -1.0, 1e300, float("inf"), True)
+    compared = 0
+    for name in list(_DTYPES) + ["ptr_float32"]:
+        block = _operand(name, shape)
+        for number in numbers:
+            for flags in _FLAGS:
+                for pair in ((block, number), (number, block)):
+                    assert _number_outcome(fast, *pair, flags) == _number_outcome(original, *pair, flags), \
+                        (name, number, flags, pair[0] is block)
+                    compared += 1
+    fast_share = 1 - len(calls) / compared
+    assert fast_share > 0.2     # ints and floats of the block's kind skip the original; bools and casts do not
+    with pytest.raises(TypeError, match="cannot convert"):     # a NumPy scalar: refused, as the original does
+        fast(_operand("float32", (8,)), np.float32(2.5))
 
 
 @pytest.mark.parametrize("shapes", [((8,), ()), ((), (4, 8)), ((2, 1, 4), ())])
@@ -251,3 +269,15 @@ def test_builtins_bound_through_the_lean_patch_compute_what_the_original_binding
         outs.append(out.numpy().copy())
     assert np.array_equal(outs[0], outs[1]) and np.isfinite(outs[0]).all()
     assert tl.core.is_builtin(tl.where) and tl.core.is_builtin(tl.math.rsqrt)   # the launch's bindings are undone
+
+
+def test_the_fast_unwrap_returns_what_the_original_returns():
+    import triton.language.core as core
+    original = getattr(core._unwrap_if_constexpr, "_kf_original", core._unwrap_if_constexpr)   # install() may have run
+    fast = interpreter_speed._fast_unwrap(original)
+    block = _operand("float32", (8,))
+    values = [block, 3, -1.5, True, None, "x", tl.constexpr(4), tl.constexpr(None), tl.constexpr(block),
+              tl.float32, [tl.constexpr(2), 3], (tl.constexpr(1), (tl.constexpr(2),)), np.int64(5)]
+    for value in values:
+        got, expected = fast(value), original(value)
+        assert type(got) is type(expected) and (got is expected or got == expected), value

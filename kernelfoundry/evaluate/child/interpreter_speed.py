@@ -24,9 +24,15 @@ the original accepts and raises the same error for the rest:
   type and casts both operands to it.  For two tensors of the same non-pointer element type that type
   is the operands' own and both casts return their input, unless a division or modulo lifts a
   sub-32-bit float to fp32; a pointer plus an integer skips the promotion altogether.  Those cases
-  go straight to the broadcast (about a tenth of a convolution chain's check time); the rest, and
-  every case that raises, go to the original.  No builder call is skipped: an identity cast makes
+  go straight to the broadcast (about a tenth of a convolution chain's check time).  A tensor beside a
+  Python int or float (``x * 2.0``, ``offs + 1``) takes the original's own steps, less its
+  ``isinstance(numbers.Number)`` tests and the block's identity cast, when the computation type is the
+  block's own (or a pointer plus an int); a number that makes the block cast, a bool, a NumPy scalar,
+  and every other case go to the original.  No builder call is skipped: an identity cast makes
   none, so the trace's op counts and precision tags are the same.
+* ``core._unwrap_if_constexpr`` runs on every argument of every builtin (400k calls in a convolution
+  chain's check job) and tests for three container types before it looks for a ``constexpr``; a tensor,
+  a plain number, a string or None is returned at once and an exact ``constexpr`` gives its value.
 * ``_patch_attr`` binds each ``tl`` builtin to the interpreter's semantic for a launch through two
   wrappers per call (a keyword-copying lambda, then ``core.builtin``'s check that ``_semantic`` was
   given); :func:`_fast_patch_attr` binds it through one.
@@ -83,6 +89,9 @@ def _fast_broadcast(original, semantic=None):
     return broadcast_impl_value
 
 
+_NUMBERS = (int, float)
+
+
 def _fast_binary_checking(original, semantic):
     import triton.language as tl
     tensor = tl.tensor
@@ -97,7 +106,35 @@ def _fast_binary_checking(original, semantic):
             if (allow_lhs_ptr and lhs_ty.is_ptr() and rhs_ty.is_int()) or (
                     allow_rhs_ptr and rhs_ty.is_ptr() and lhs_ty.is_int()):
                 return semantic.broadcast_impl_value(lhs, rhs)
+        elif type(lhs) is tensor and type(rhs) in _NUMBERS:
+            pair = _with_number(lhs, rhs, True, allow_lhs_ptr, arithmetic_check, div_or_mod)
+            if pair is not None:
+                return pair
+        elif type(rhs) is tensor and type(lhs) in _NUMBERS:
+            pair = _with_number(rhs, lhs, False, allow_rhs_ptr, arithmetic_check, div_or_mod)
+            if pair is not None:
+                return pair
         return original(lhs, rhs, allow_lhs_ptr, allow_rhs_ptr, arithmetic_check, div_or_mod)
+
+    def _with_number(block: Any, number: Any, block_left: bool, allow_ptr: bool, arithmetic_check: bool,
+                     div_or_mod: bool) -> Any:
+        """A tensor beside a Python int or float, as the original makes it (None: leave it to the original)."""
+        block_ty = block.dtype
+        if block_ty.is_ptr():
+            if not (allow_ptr and type(number) is int):
+                return None
+            constant = semantic.to_tensor(number)            # the original's pointer branch: the scalar as is
+        else:
+            if not arithmetic_check:
+                return None
+            number_ty = semantic.to_tensor_type(number)
+            ret = (semantic.computation_type_impl(block_ty, False, number_ty, True, div_or_mod) if block_left
+                   else semantic.computation_type_impl(number_ty, True, block_ty, False, div_or_mod))
+            if ret != block_ty:                             # the block is cast: a builder call, the original's
+                return None
+            constant = semantic._cast_to_computation_type(number, ret)     # raises as the original does
+        pair = (block, constant) if block_left else (constant, block)
+        return semantic.broadcast_impl_value(*pair)
     binary_op_type_checking_impl._kf_fast = True
     return binary_op_type_checking_impl
 
@@ -188,6 +225,27 @@ def _fast_tensor_init(original):
     return __init__
 
 
+def _fast_unwrap(original):
+    """``core._unwrap_if_constexpr`` (every builtin unwraps each argument: 400k calls in a convolution
+    chain's check): a tensor, a plain number, a string or None is returned as is and a ``constexpr``
+    gives its value, as the original does after its three container tests; containers and any other
+    type go to the original."""
+    import triton.language as tl
+    plain = {tl.tensor, int, float, bool, str, type(None)}
+    constexpr = tl.constexpr
+
+    def _unwrap_if_constexpr(o: Any) -> Any:
+        kind = type(o)
+        if kind in plain:
+            return o
+        if kind is constexpr:
+            return o.value
+        return original(o)
+    _unwrap_if_constexpr._kf_fast = True
+    _unwrap_if_constexpr._kf_original = original
+    return _unwrap_if_constexpr
+
+
 def install() -> None:
     """Replace the helpers (idempotent; the interpreter must be on)."""
     from triton.runtime import interpreter as interp
@@ -201,6 +259,9 @@ def install() -> None:
     if not getattr(interp._patch_attr, "_kf_fast", False):
         interp._patch_attr = _fast_patch_attr(interp._patch_attr)
     import triton.language as tl
+    import triton.language.core as core
+    if not getattr(core._unwrap_if_constexpr, "_kf_fast", False):
+        core._unwrap_if_constexpr = _fast_unwrap(core._unwrap_if_constexpr)
     for cls, fast in ((tl.block_type, _fast_block_type_init), (tl.tensor, _fast_tensor_init)):
         if not getattr(cls.__init__, "_kf_fast", False):
             cls.__init__ = fast(cls.__init__)
