@@ -96,7 +96,7 @@ def _ms(xs: list[float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--smoke", action="store_true", help="one task, budget 6, one seed (for tests)")
+    parser.add_argument("--smoke", action="store_true", help="one task, budget 4, one seed (for tests)")
     parser.add_argument("--budget", type=int, default=30, help="candidates per run (seeds included)")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--workers", type=int, default=2)
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     budget = args.budget
     if args.smoke:
-        tasks, seeds, budget = tasks[:1], seeds[:1], 6
+        tasks, seeds, budget = tasks[:1], seeds[:1], 4
     out = args.out or REPO / "archives" / "bench" / f"routing-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
     out.mkdir(parents=True, exist_ok=True)
     from kernelfoundry.search import start_ray
