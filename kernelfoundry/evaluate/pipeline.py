@@ -34,7 +34,7 @@ from ..harness.loader import WALL_FACTOR
 from ..harness.payload import child_task
 from ..records import INCONCLUSIVE, ConfigTrace, GateResult, VerifyResult
 from ..sandbox import (DATA_FILE, BlobReader, GiB, SandboxIsolationError, SandboxLimits, SandboxOutcome,
-                       default_mode, run_sandboxed)
+                       default_mode, idle_fork_servers, run_sandboxed)
 from .judge.target_outputs import check_target_outputs
 from .trace.cache import code_context
 from .trace.counts import MalformedTrace, build_config_trace
@@ -223,8 +223,16 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
             _keep_traces(trace_cache, context, todo, dense_traces)
         return dense_gate, dense_traces
 
+    def side_by_side() -> int:
+        """Check jobs the confirm gate may run at once: two when two of the child's fork servers wait idle
+        (the check and trace jobs started them and are done), else one (a job that starts its own server
+        pays seconds of imports)."""
+        if (mode or default_mode()) != "fork":
+            return 1
+        return 2 if idle_fork_servers(CHILD_MODULE) >= 2 else 1
+
     confirm = {"task": task, "traces": traces, "probes": probes, "records": records,
-               "first_call": len(plan) + 1, "run_checks": run_checks}
+               "first_call": len(plan) + 1, "run_checks": run_checks, "side_by_side": side_by_side}
     return score_and_describe(task, traces, space, hardware, gates, seed=seed,
                               seconds_so_far=time.perf_counter() - start,
                               compile_with={"source": source, "top_k": compile_top_k, "cache": compile_cache,
