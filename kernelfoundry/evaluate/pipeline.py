@@ -35,6 +35,7 @@ from ..harness.payload import child_task
 from ..records import INCONCLUSIVE, ConfigTrace, GateResult, VerifyResult
 from ..sandbox import (DATA_FILE, BlobReader, GiB, SandboxIsolationError, SandboxLimits, SandboxOutcome,
                        default_mode, idle_fork_servers, run_sandboxed)
+from .dense_rounds import DenseRounds, runner_up
 from .judge.target_outputs import check_target_outputs
 from .trace.cache import code_context
 from .trace.counts import MalformedTrace, build_config_trace
@@ -211,10 +212,12 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
             return _own_limit(failed[-1], job), None
         return BlobReader(job.files.get(DATA_FILE)), result["check"]
 
-    def densify(todo: list[dict[str, Any]]) -> tuple[GateResult, list[ConfigTrace]]:
-        job = run_sandboxed(CHILD_MODULE, {**base, "kind": "trace", "trace_programs": trace_programs,
-                                           "kernel_configs": todo, "dense": True}, limits, mode=mode,
-                            extra_files=(DATA_FILE,))
+    def dense_job(todo: list[dict[str, Any]], cancel: threading.Event | None) -> SandboxOutcome:
+        return run_sandboxed(CHILD_MODULE, {**base, "kind": "trace", "trace_programs": trace_programs,
+                                            "kernel_configs": todo, "dense": True}, limits, mode=mode,
+                             extra_files=(DATA_FILE,), cancel=cancel)
+
+    def judge_dense(job: SandboxOutcome, todo: list[dict[str, Any]]) -> tuple[GateResult, list[ConfigTrace]]:
         failed, result = read_job(job, "trace")
         if not failed[-1].passed:
             return _own_limit(failed[-1], job, stage="trace"), []
@@ -233,11 +236,15 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
 
     confirm = {"task": task, "traces": traces, "probes": probes, "records": records,
                "first_call": len(plan) + 1, "run_checks": run_checks, "side_by_side": side_by_side}
-    return score_and_describe(task, traces, space, hardware, gates, seed=seed,
-                              seconds_so_far=time.perf_counter() - start,
-                              compile_with={"source": source, "top_k": compile_top_k, "cache": compile_cache,
-                                            "budget": new_compile_budget()}
-                              if compile else None, confirm_with=confirm, densify=densify)
+    densify = DenseRounds(dense_job, judge_dense, side_by_side)
+    try:
+        return score_and_describe(task, traces, space, hardware, gates, seed=seed,
+                                  seconds_so_far=time.perf_counter() - start,
+                                  compile_with={"source": source, "top_k": compile_top_k, "cache": compile_cache,
+                                                "budget": new_compile_budget()}
+                                  if compile else None, confirm_with=confirm, densify=densify)
+    finally:
+        densify.close()
 
 
 def _runs_by_config(plan: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -410,12 +417,13 @@ def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, l
                        hardware: list[str], gates: list[GateResult], *, seed: int,
                        seconds_so_far: float, compile_with: dict[str, Any] | None = None,
                        confirm_with: dict[str, Any] | None = None,
-                       densify: Callable[[list[dict[str, Any]]], tuple[GateResult, list[ConfigTrace]]] | None = None
+                       densify: Callable[..., tuple[GateResult, list[ConfigTrace]]] | None = None
                        ) -> VerifyResult:
     """The model gate (the performance model and the plausibility checks), the compile gate (the model's
     best configs compiled for each GPU; what does not compile is excluded and the model picks again),
     then the descriptors.  A provisional trace of a config the model picks is replaced by a dense one
-    (*densify(configs)*: the trace gate and the dense traces) and the model picks again; when the picks
+    (*densify(configs, ahead)*: the trace gate and the dense traces; *ahead*, the runner-up, may be traced
+    beside them for a later round: :mod:`.dense_rounds`) and the model picks again; when the picks
     still move after :data:`DENSIFY_ROUNDS` rounds, among the dense traces only."""
     start = time.perf_counter()
 
@@ -476,7 +484,7 @@ def score_and_describe(task: Task, traces: list[ConfigTrace], space: dict[str, l
                 confirm_with["traces"] = traces
             continue
         began = time.perf_counter()
-        dense_gate, dense = densify(todo)
+        dense_gate, dense = densify(todo, runner_up(score.ranked, hardware, provisional, todo, HINT_PARAMS))
         if trace_gate is not None:
             trace_gate.seconds += time.perf_counter() - began
             trace_gate.details["densified"] = trace_gate.details.get("densified", 0) + len(todo)

@@ -114,7 +114,7 @@ def test_a_provisional_trace_is_judged_for_coverage_only_once_it_is_dense(softma
     space = parse_param_space(NAIVE)
     asked = []
 
-    def densify(todo):
+    def densify(todo, ahead=None):
         asked.append([config_key(c) for c in todo])
         return GateResult(name="trace", passed=True), [full]
 
@@ -126,7 +126,7 @@ def test_a_provisional_trace_is_judged_for_coverage_only_once_it_is_dense(softma
     bad = pipeline.score_and_describe(softmax, [dense_low], space, ["h100"], [], seed=0, seconds_so_far=0.0)
     assert not bad.passed and bad.gate == "model" and "distinct bytes into output 0" in bad.reason
     still = pipeline.score_and_describe(softmax, [edge_only], space, ["h100"], [], seed=0, seconds_so_far=0.0,
-                                        densify=lambda todo: (GateResult(name="trace", passed=True), [dense_low]))
+                                        densify=lambda todo, ahead=None: (GateResult(name="trace", passed=True), [dense_low]))
     assert not still.passed and "distinct bytes into output 0" in still.reason
 
 
@@ -157,7 +157,7 @@ def test_picks_that_keep_moving_are_made_among_the_dense_traces(softmax, monkeyp
     assert len({config_key(t.config) for t in provisional}) == 4
     asked = []
 
-    def densify(todo):
+    def densify(todo, ahead=None):
         asked.append([config_key(c) for c in todo])
         heavy = []
         for trace in provisional:
