@@ -36,6 +36,7 @@ from ..records import INCONCLUSIVE, ConfigTrace, GateResult, VerifyResult
 from ..sandbox import (DATA_FILE, BlobReader, GiB, SandboxIsolationError, SandboxLimits, SandboxOutcome,
                        default_mode, idle_fork_servers, run_sandboxed)
 from .dense_rounds import DenseRounds, runner_up
+from .trace_jobs import merge_judgements, split_configs, stopped_at, trace_job_count
 from .judge.target_outputs import check_target_outputs
 from .trace.cache import code_context
 from .trace.counts import MalformedTrace, build_config_trace
@@ -91,10 +92,33 @@ def check_hardware(names: list[str]) -> None:
     resolve_hardware(names)
 
 
-def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: int = 0,
-           limits: SandboxLimits | None = None, max_kernel_configs: int = 8, trace_programs: int = 4,
-           tune: bool = True, mode: str | None = None, compile: bool = True, compile_top_k: int = 1,
-           compile_cache: Any = None, trace_cache: Any = None, dense_traces: bool = False) -> VerifyResult:
+#: Verifies running in this process now: the side-by-side jobs (a second confirm job, the runner-up's
+#: dense trace, a second trace job) run only for a verify that has the process's fork servers to itself,
+#: as in a search worker or a bench; verifies from several threads share the servers and the CPUs.
+_IN_FLIGHT = [0]
+_IN_FLIGHT_LOCK = threading.Lock()
+
+
+def _alone() -> bool:
+    with _IN_FLIGHT_LOCK:
+        return _IN_FLIGHT[0] <= 1
+
+
+def verify(task: Task, source: str, hardware: list[str] | None = None, **options: Any) -> VerifyResult:
+    """Run every gate on *source* for *task*; see :func:`_verify` and the module docstring."""
+    with _IN_FLIGHT_LOCK:
+        _IN_FLIGHT[0] += 1
+    try:
+        return _verify(task, source, hardware, **options)
+    finally:
+        with _IN_FLIGHT_LOCK:
+            _IN_FLIGHT[0] -= 1
+
+
+def _verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: int = 0,
+            limits: SandboxLimits | None = None, max_kernel_configs: int = 8, trace_programs: int = 4,
+            tune: bool = True, mode: str | None = None, compile: bool = True, compile_top_k: int = 1,
+            compile_cache: Any = None, trace_cache: Any = None, dense_traces: bool = False) -> VerifyResult:
     """Run every gate on *source* for *task*; see the module docstring.
 
     *hardware* defaults to the task's list.  *limits* defaults to
@@ -152,12 +176,15 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
     # Several configs to trace: provisional (sparse) traces rank them, and only the configs the model
     # picks are traced densely (docs/verifier.md, "Lazy dense traces"); one or two are dense at once.
     dense = dense_traces or len(to_trace) < LAZY_MIN_CONFIGS or not LAZY_DENSE_TRACES
-    # The trace job needs nothing from the check job: it runs beside it and is cancelled if the checks fail.
+    # The trace job needs nothing from the check job: it runs beside it and is cancelled if the checks fail;
+    # its configs go to two jobs when a third fork server waits idle (trace_jobs.py).
     cancel = threading.Event()
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        trace_job = pool.submit(run_sandboxed, CHILD_MODULE, {**base, "kind": "trace", "trace_programs": trace_programs,
-                                                              "kernel_configs": to_trace, "dense": dense},
-                                limits, mode=mode, extra_files=(DATA_FILE,), cancel=cancel) if to_trace else None
+    parts = split_configs(to_trace, trace_job_count(CHILD_MODULE, len(to_trace), mode) if _alone() else 1) \
+        if to_trace else []
+    with ThreadPoolExecutor(max_workers=max(1, len(parts))) as pool:
+        trace_jobs = [(part, pool.submit(run_sandboxed, CHILD_MODULE, {
+            **base, "kind": "trace", "trace_programs": trace_programs, "kernel_configs": part, "dense": dense},
+            limits, mode=mode, extra_files=(DATA_FILE,), cancel=cancel)) for part in parts]
         try:
             outcome = run_sandboxed(CHILD_MODULE, {**base, "kind": "check", "runs": to_check, "probe_configs": configs},
                                     limits, mode=mode, extra_files=(DATA_FILE,))
@@ -174,27 +201,37 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
             if compile and (mode or default_mode()) == "fork":   # the check's CPU is free while the trace runs:
                 from ..compiler import prestart_compile_servers          # the compile job's server starts there
                 prestart_compile_servers()
-            traced = trace_job.result() if trace_job is not None else None
+            traced = [(part, job.result()) for part, job in trace_jobs]
         finally:
-            if trace_job is not None and (not trace_job.done() or not gates[-1].passed):
+            if any(not job.done() for _, job in trace_jobs) or not gates[-1].passed:
                 cancel.set()
-                _settle(trace_job)
+                for _, job in trace_jobs:
+                    _settle(job)
     probes = report["check"].get("probes")
     records = list(zip(to_check, report["check"].get("runs", [])))
     if context:
         _keep_checks(trace_cache, context, by_config, checked, records)
     records += [pair for runs, kept in checked.values() for pair in zip(runs, kept)]
     gate, traces = GateResult(name="trace", passed=True, details={"traces": 0, "seconds": []}), []
-    if traced is not None:
-        load, report = read_job(traced, "trace")
-        if not load[-1].passed:                # it loaded for the checks: a failure now belongs to a later gate
-            details, reason = dict(load[-1].details), load[-1].reason
-            if verifier_limit(traced):                                      # the trace's own cost
-                details["inconclusive"], reason = True, f"{INCONCLUSIVE} ({reason})"
-            gates.append(GateResult(name="trace", passed=False, reason=reason, seconds=load[-1].seconds,
-                                    details=details))
+    if traced:
+        judged, load_failures = [], []
+        for part, outcome in traced:
+            load, report = read_job(outcome, "trace")
+            if not load[-1].passed:            # it loaded for the checks: a failure now belongs to a later gate
+                details, reason = dict(load[-1].details), load[-1].reason
+                if verifier_limit(outcome):                                 # the trace's own cost
+                    details["inconclusive"], reason = True, f"{INCONCLUSIVE} ({reason})"
+                judged.append((part, GateResult(name="trace", passed=False, reason=reason, seconds=load[-1].seconds,
+                                                details=details), [], None))
+                load_failures.append(judged[-1][1])
+                continue
+            part_gate, part_traces = judge_trace(report["trace"], outcome, part, task, seed, dense=dense)
+            judged.append((part, part_gate, part_traces, stopped_at(report["trace"])))
+        gate, traces = merge_judgements(to_trace, len(task.target_shapes), judged) if len(judged) > 1 \
+            else judged[0][1:3]
+        if any(gate is failed for failed in load_failures):
+            gates.append(gate)
             return stop()
-        gate, traces = judge_trace(report["trace"], traced, to_trace, task, seed, dense=dense)
     if context and gate.passed:
         _keep_traces(trace_cache, context, to_trace, traces)
     gate.details["cached_configs"] = len(configs) - len(to_trace)
@@ -227,10 +264,11 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: 
         return dense_gate, dense_traces
 
     def side_by_side() -> int:
-        """Check jobs the confirm gate may run at once: two when two of the child's fork servers wait idle
-        (the check and trace jobs started them and are done), else one (a job that starts its own server
-        pays seconds of imports)."""
-        if (mode or default_mode()) != "fork":
+        """Check jobs the confirm gate may run at once (and whether the runner-up's dense trace may run beside
+        the pick's): two when two of the child's fork servers wait idle (the check and trace jobs started
+        them and are done) and no other verify of this process shares them, else one (a job that starts
+        its own server pays seconds of imports)."""
+        if (mode or default_mode()) != "fork" or not _alone():
             return 1
         return 2 if idle_fork_servers(CHILD_MODULE) >= 2 else 1
 

@@ -92,12 +92,17 @@ def test_child_time_limits_count_cpu_seconds_and_stop_a_waiting_call_on_the_wall
     import time
 
     from kernelfoundry.harness.loader import WALL_FACTOR, CandidateTimeout, time_limit
-    start = time.monotonic()
-    with pytest.raises(CandidateTimeout, match="launch did not finish within 0.3 s of CPU time"):
-        with time_limit(0.3, "launch"):
-            while True:                                  # computing: the CPU limit stops it
-                pass
-    assert time.monotonic() - start < 0.3 * WALL_FACTOR
+    for attempt in range(10):
+        start = time.monotonic()
+        with pytest.raises(CandidateTimeout) as stopped:
+            with time_limit(0.3, "launch"):
+                while True:                              # computing: the CPU limit stops it
+                    pass
+        if "it waited" not in str(stopped.value):
+            break
+        time.sleep(0.5)         # the machine gave it under a third of a CPU (the wall backstop fired first): again
+    assert "launch did not finish within 0.3 s of CPU time" in str(stopped.value)
+    assert time.monotonic() - start < 0.3 * WALL_FACTOR + 0.1
     start = time.monotonic()
     with pytest.raises(CandidateTimeout, match="it waited"):
         with time_limit(0.2, "launch"):
