@@ -36,7 +36,7 @@ from ..records import INCONCLUSIVE, ConfigTrace, GateResult, VerifyResult
 from ..sandbox import (DATA_FILE, BlobReader, GiB, SandboxIsolationError, SandboxLimits, SandboxOutcome,
                        default_mode, idle_fork_servers, run_sandboxed)
 from .dense_rounds import DenseRounds, runner_up
-from .trace_jobs import merge_judgements, split_configs, stopped_at, trace_job_count
+from .trace_jobs import jit_kernels, merge_judgements, split_configs, stopped_at, trace_job_count
 from .judge.target_outputs import check_target_outputs
 from .trace.cache import code_context
 from .trace.counts import MalformedTrace, build_config_trace
@@ -179,8 +179,9 @@ def _verify(task: Task, source: str, hardware: list[str] | None = None, *, seed:
     # The trace job needs nothing from the check job: it runs beside it and is cancelled if the checks fail;
     # its configs go to two jobs when a third fork server waits idle (trace_jobs.py).
     cancel = threading.Event()
-    parts = split_configs(to_trace, trace_job_count(CHILD_MODULE, len(to_trace), mode) if _alone() else 1) \
-        if to_trace else []
+    jobs = trace_job_count(CHILD_MODULE, len(to_trace), mode, shares_waves=not dense and jit_kernels(source) > 1) \
+        if _alone() else 1
+    parts = split_configs(to_trace, jobs) if to_trace else []
     with ThreadPoolExecutor(max_workers=max(1, len(parts))) as pool:
         trace_jobs = [(part, pool.submit(run_sandboxed, CHILD_MODULE, {
             **base, "kind": "trace", "trace_programs": trace_programs, "kernel_configs": part, "dense": dense},

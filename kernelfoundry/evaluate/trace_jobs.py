@@ -13,6 +13,7 @@ starts in the background for the next verify (a job that starts its own pays sec
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from ..candidate import config_key
@@ -23,10 +24,23 @@ from ..sandbox import default_mode, idle_fork_servers, prestart_fork_servers
 SERVERS_FOR_TWO = 3
 
 
-def trace_job_count(module: str, configs: int, mode: str | None) -> int:
+def jit_kernels(source: str) -> int:
+    """How many ``@triton.jit`` functions *source* defines (0 when it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return 0
+    return sum(1 for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+               and any("jit" in ast.unparse(d) for d in node.decorator_list))
+
+
+def trace_job_count(module: str, configs: int, mode: str | None, shares_waves: bool = False) -> int:
     """How many trace jobs to run now: 2 when there are two configs or more and three of *module*'s
-    fork servers wait idle, else 1 (and a third server is started in the background for next time)."""
-    if configs < 2 or (mode or default_mode()) != "fork":
+    fork servers wait idle, else 1 (and a third server is started in the background for next time).
+    *shares_waves*: provisional traces of a candidate with several kernels, whose configs share the
+    waves of the launches they do not change (``child/wave_reuse.py``) within one job: one job (two
+    recomputed those waves, and KernelBench's level-2 chains verified about a second slower)."""
+    if configs < 2 or shares_waves or (mode or default_mode()) != "fork":
         return 1
     if idle_fork_servers(module) >= SERVERS_FOR_TWO:
         return 2

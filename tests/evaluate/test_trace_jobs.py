@@ -10,7 +10,8 @@ import pytest
 
 from kernelfoundry.candidate import config_key
 from kernelfoundry.evaluate import pipeline
-from kernelfoundry.evaluate.trace_jobs import merge_judgements, split_configs, stopped_at
+from kernelfoundry.evaluate.trace_jobs import (jit_kernels, merge_judgements, split_configs, stopped_at,
+                                              trace_job_count)
 from kernelfoundry.records import ConfigTrace, GateResult
 from kernelfoundry.task import load_task
 
@@ -27,6 +28,18 @@ def test_configs_are_dealt_out_alternately_without_an_empty_job():
     assert split_configs(CONFIGS, 2) == [CONFIGS[0::2], CONFIGS[1::2]]
     assert split_configs(CONFIGS, 1) == [CONFIGS]
     assert split_configs(CONFIGS[:1], 2) == [CONFIGS[:1]]
+
+
+def test_provisional_traces_of_a_kernel_chain_stay_in_one_job_to_share_their_waves(monkeypatch):
+    monkeypatch.setattr("kernelfoundry.evaluate.trace_jobs.idle_fork_servers", lambda module: 3)
+    assert trace_job_count("m", 4, "fork") == 2
+    assert trace_job_count("m", 4, "fork", shares_waves=True) == 1
+    assert trace_job_count("m", 1, "fork") == 1 and trace_job_count("m", 4, "spawn") == 1
+    monkeypatch.setattr("kernelfoundry.evaluate.trace_jobs.idle_fork_servers", lambda module: 2)
+    monkeypatch.setattr("kernelfoundry.evaluate.trace_jobs.prestart_fork_servers", lambda *a: None)
+    assert trace_job_count("m", 4, "fork") == 1
+    chain = "import triton\n@triton.jit\ndef a(x): pass\n@triton.jit(do_not_specialize=[0])\ndef b(x): pass\ndef launch(): pass\n"
+    assert jit_kernels(chain) == 2 and jit_kernels("def (") == 0
 
 
 def test_passing_jobs_merge_into_one_jobs_gate():
