@@ -118,7 +118,8 @@ def verify(task: Task, source: str, hardware: list[str] | None = None, **options
 def _verify(task: Task, source: str, hardware: list[str] | None = None, *, seed: int = 0,
             limits: SandboxLimits | None = None, max_kernel_configs: int = 8, trace_programs: int = 4,
             tune: bool = True, mode: str | None = None, compile: bool = True, compile_top_k: int = 1,
-            compile_cache: Any = None, trace_cache: Any = None, dense_traces: bool = False) -> VerifyResult:
+            compile_cache: Any = None, trace_cache: Any = None, dense_traces: bool = False,
+            side_by_side: bool = True) -> VerifyResult:
     """Run every gate on *source* for *task*; see the module docstring.
 
     *hardware* defaults to the task's list.  *limits* defaults to
@@ -130,7 +131,9 @@ def _verify(task: Task, source: str, hardware: list[str] | None = None, *, seed:
     the default location, see docs/compiler.md).  *trace_cache* (a :class:`TraceCache`) holds the
     traces of configs a candidate differing only in PARAMS had traced; only the others are traced.
     ``dense_traces=True`` traces every config densely at once (no provisional traces): for callers that
-    report every config's count, like the fidelity tool's autotuned rows.
+    report every config's count, like the fidelity tool's autotuned rows.  ``side_by_side=False`` never
+    runs the extra side-by-side jobs (a second trace job, the confirm gate's second job, the runner-up's
+    dense trace): for a search whose workers already fill the CPUs; verdicts are the same either way.
     """
     start = time.perf_counter()
     hardware = list(hardware or task.hardware)
@@ -180,7 +183,7 @@ def _verify(task: Task, source: str, hardware: list[str] | None = None, *, seed:
     # its configs go to two jobs when a third fork server waits idle (trace_jobs.py).
     cancel = threading.Event()
     jobs = trace_job_count(CHILD_MODULE, len(to_trace), mode, shares_waves=not dense and jit_kernels(source) > 1) \
-        if _alone() else 1
+        if side_by_side and _alone() else 1
     parts = split_configs(to_trace, jobs) if to_trace else []
     with ThreadPoolExecutor(max_workers=max(1, len(parts))) as pool:
         trace_jobs = [(part, pool.submit(run_sandboxed, CHILD_MODULE, {
@@ -269,7 +272,7 @@ def _verify(task: Task, source: str, hardware: list[str] | None = None, *, seed:
         the pick's): two when two of the child's fork servers wait idle (the check and trace jobs started
         them and are done) and no other verify of this process shares them, else one (a job that starts
         its own server pays seconds of imports)."""
-        if (mode or default_mode()) != "fork" or not _alone():
+        if (mode or default_mode()) != "fork" or not side_by_side or not _alone():
             return 1
         return 2 if idle_fork_servers(CHILD_MODULE) >= 2 else 1
 

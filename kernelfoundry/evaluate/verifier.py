@@ -64,8 +64,9 @@ class Verifier:
 
     def __init__(self, task: Task, hardware: list[str] | None = None, options: VerifyOptions | None = None, *,
                  verdict_cache: Any = None, trace_cache: Any = None, compile_cache: Any = None,
-                 device: DeviceStep | None = None):
+                 device: DeviceStep | None = None, side_by_side: bool = True):
         self.task = task
+        self.side_by_side = side_by_side      # extra jobs on idle CPUs (pipeline.verify); never changes a verdict
         self.hardware = list(hardware or task.hardware)
         self.options = options or VerifyOptions()
         self.verdict_cache = verdict_cache
@@ -79,7 +80,8 @@ class Verifier:
         return verify(self.task, source, self.hardware, seed=verify_seed(source) if seed is None else seed,
                       limits=default_limits(self.task, o.timeout_s), max_kernel_configs=o.max_kernel_configs,
                       trace_programs=o.trace_programs, tune=o.tune, mode=o.mode, compile=o.compile,
-                      compile_top_k=o.compile_top_k, compile_cache=self.compile_cache, trace_cache=self.trace_cache)
+                      compile_top_k=o.compile_top_k, compile_cache=self.compile_cache, trace_cache=self.trace_cache,
+                      side_by_side=self.side_by_side)
 
     def verify(self, source: str, seed: int | None = None) -> tuple[VerifyResult | None, dict[str, Any]]:
         """``(result, verdict)``: the gates' result (None when the verdict came from the cache) and the

@@ -101,7 +101,9 @@ def run_evolution(cfg, *, worker_cls: type = KernelWorker, stop=None) -> tuple[d
             # the workers' task names the run's hardware: prompts describe what the run targets
             init = {"task": dict(task.to_dict(), hardware=list(hardware)), "hardware": hardware,
                     "mutator": mutator_spec,
-                    "verify_options": verify_options}
+                    "verify_options": verify_options,
+                    # extra verifier jobs on idle CPUs only where the workers leave two CPUs each
+                    "side_by_side": not on_cluster and 2 * n_workers <= (os.cpu_count() or 1)}
             if cfg.trace_cache:
                 init["trace_cache"] = str(Path(run_dir).resolve() / TRACE_CACHE_FILE)
             if cfg.verdict_cache is not None:

@@ -55,7 +55,7 @@ class KernelWorker:
 
     def __init__(self, task: dict[str, Any], hardware: list[str], mutator: dict[str, Any],
                  verify_options: VerifyOptions | None = None, worker_index: int = 0, verdict_cache: str | None = None,
-                 device: dict[str, Any] | None = None, trace_cache: str | None = None):
+                 device: dict[str, Any] | None = None, trace_cache: str | None = None, side_by_side: bool = True):
         from ..evaluate import Verifier, VerifyOptions
         self.task = task_from_dict(task, check_files=False)
         self.hardware = list(hardware)
@@ -75,7 +75,7 @@ class KernelWorker:
             from ..evaluate import TraceCache
             traces = TraceCache(trace_cache if Path(trace_cache).parent.is_dir() else None)
         self.verifier = Verifier(self.task, self.hardware, options, verdict_cache=cache, trace_cache=traces,
-                                 device=step)
+                                 device=step, side_by_side=side_by_side)
         self.mutator = build_mutator(mutator, seed=worker_index)
         self.name = f"w{worker_index}@{os.uname().nodename}:{os.getpid()}"
 

@@ -123,3 +123,16 @@ def test_tracing_the_runner_up_ahead_leaves_the_verdict_unchanged(monkeypatch):
     alone, ahead = run(0), run(2)
     assert alone[:3] == ahead[:3]
     assert all(len(job) == 1 for job in ahead[3]) and len(ahead[3]) == len(alone[3]) + 1
+
+
+def test_a_search_whose_workers_fill_the_cpus_asks_for_no_side_by_side_jobs(monkeypatch):
+    """The worker's Verifier hands its side_by_side flag to every verify (the session sets it False when
+    the workers leave fewer than two CPUs each)."""
+    from kernelfoundry.evaluate import verifier as verifier_module
+    from kernelfoundry.evaluate.verifier import Verifier
+    asked = []
+    monkeypatch.setattr(verifier_module, "verify", lambda *a, **kw: asked.append(kw["side_by_side"]))
+    relu = load_task(REPO / "experiments" / "tasks" / "relu.yaml")
+    Verifier(relu, ["h100"], side_by_side=False).run_gates("source", seed=0)
+    Verifier(relu, ["h100"]).run_gates("source", seed=0)
+    assert asked == [False, True]

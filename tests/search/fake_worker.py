@@ -14,7 +14,8 @@ class FakeWorker:
     'NOSRC' makes the mutation fail; a parent containing 'STUCK' has only one possible edit.
     """
 
-    def __init__(self, task, hardware, mutator, verify_options, worker_index=0, sleep_s=0.0, trace_cache=None):
+    def __init__(self, task, hardware, mutator, verify_options, worker_index=0, sleep_s=0.0, trace_cache=None,
+                 side_by_side=True):
         self.hardware = hardware
         self.sleep_s = sleep_s
         self.index = worker_index
