@@ -7,6 +7,9 @@ import pytest
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 # Runs in tests do not share a memory: a test that wants one gives --memory (tests/memory/).
 os.environ["KERNELFOUNDRY_MEMORY"] = "off"
+# The verifier's side-by-side jobs fill idle CPUs; the suite's two pytest-xdist workers leave none (the tests
+# of those jobs turn them back on).
+os.environ["KERNELFOUNDRY_SIDE_BY_SIDE"] = "0"
 
 
 @pytest.fixture(scope="session")

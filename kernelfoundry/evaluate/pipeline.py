@@ -19,6 +19,7 @@ See ``docs/verifier.md`` for the threat model.
 from __future__ import annotations
 
 import math
+import os
 import signal
 import threading
 import time
@@ -42,6 +43,8 @@ from .trace.cache import code_context
 from .trace.counts import MalformedTrace, build_config_trace
 
 CHILD_MODULE = "kernelfoundry.evaluate.child.entry"
+#: "0" turns the side-by-side jobs off where a caller does not say (see :func:`_verify`).
+SIDE_BY_SIDE_ENV = "KERNELFOUNDRY_SIDE_BY_SIDE"
 CHILD_GATES = ("load", "correctness", "trace")
 TRACE_TIMEOUT = "tracing did not finish within"          # the trace child's time-limit message
 #: How an allocation refused by the trace child's address-space limit is reported (torch, Python). A
@@ -119,7 +122,7 @@ def _verify(task: Task, source: str, hardware: list[str] | None = None, *, seed:
             limits: SandboxLimits | None = None, max_kernel_configs: int = 8, trace_programs: int = 4,
             tune: bool = True, mode: str | None = None, compile: bool = True, compile_top_k: int = 1,
             compile_cache: Any = None, trace_cache: Any = None, dense_traces: bool = False,
-            side_by_side: bool = True) -> VerifyResult:
+            side_by_side: bool | None = None) -> VerifyResult:
     """Run every gate on *source* for *task*; see the module docstring.
 
     *hardware* defaults to the task's list.  *limits* defaults to
@@ -134,7 +137,11 @@ def _verify(task: Task, source: str, hardware: list[str] | None = None, *, seed:
     report every config's count, like the fidelity tool's autotuned rows.  ``side_by_side=False`` never
     runs the extra side-by-side jobs (a second trace job, the confirm gate's second job, the runner-up's
     dense trace): for a search whose workers already fill the CPUs; verdicts are the same either way.
+    None: on unless the environment sets ``KERNELFOUNDRY_SIDE_BY_SIDE=0`` (the test suite does: its
+    pytest-xdist workers fill the CPUs).
     """
+    if side_by_side is None:
+        side_by_side = os.environ.get(SIDE_BY_SIDE_ENV, "1") != "0"
     start = time.perf_counter()
     hardware = list(hardware or task.hardware)
     check_hardware(hardware)

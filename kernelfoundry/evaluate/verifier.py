@@ -64,7 +64,7 @@ class Verifier:
 
     def __init__(self, task: Task, hardware: list[str] | None = None, options: VerifyOptions | None = None, *,
                  verdict_cache: Any = None, trace_cache: Any = None, compile_cache: Any = None,
-                 device: DeviceStep | None = None, side_by_side: bool = True):
+                 device: DeviceStep | None = None, side_by_side: bool | None = None):
         self.task = task
         self.side_by_side = side_by_side      # extra jobs on idle CPUs (pipeline.verify); never changes a verdict
         self.hardware = list(hardware or task.hardware)

@@ -55,7 +55,7 @@ class KernelWorker:
 
     def __init__(self, task: dict[str, Any], hardware: list[str], mutator: dict[str, Any],
                  verify_options: VerifyOptions | None = None, worker_index: int = 0, verdict_cache: str | None = None,
-                 device: dict[str, Any] | None = None, trace_cache: str | None = None, side_by_side: bool = True):
+                 device: dict[str, Any] | None = None, trace_cache: str | None = None, side_by_side: bool | None = None):
         from ..evaluate import Verifier, VerifyOptions
         self.task = task_from_dict(task, check_files=False)
         self.hardware = list(hardware)

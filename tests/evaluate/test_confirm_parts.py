@@ -65,6 +65,8 @@ def test_passing_parts_give_every_record_in_plan_order():
 def test_two_confirm_jobs_side_by_side_give_the_one_jobs_verdict(monkeypatch):
     """Same objective, picks and confirm runs whether the confirm gate runs one job or two; with two idle
     fork servers it does run two check jobs for its plan."""
+    monkeypatch.setenv(pipeline.SIDE_BY_SIDE_ENV, "1")
+
     def confirm_jobs(idle: int) -> tuple:
         jobs = []
         real = pipeline.run_sandboxed

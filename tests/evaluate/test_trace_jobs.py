@@ -76,6 +76,7 @@ def test_the_failure_reported_is_the_first_in_one_jobs_shape_major_order():
 def test_two_trace_jobs_give_the_one_jobs_verdict(monkeypatch):
     """Softmax's seed (two configs, traced densely at once) and a four-config variant (traced
     provisionally, then lazily): the same objective, picks and traces with one trace job or two."""
+    monkeypatch.setenv(pipeline.SIDE_BY_SIDE_ENV, "1")
     softmax = load_task(REPO / "experiments" / "tasks" / "softmax.yaml")
     seed = (REPO / "experiments" / "tasks" / "kernels" / "softmax_naive.py").read_text()
     four = seed.replace('"BLOCK_N": [256, 512]', '"BLOCK_N": [256, 512, 1024, 2048]')
