@@ -130,12 +130,10 @@ def judged_in_parts(plan: list[dict[str, Any]], parts: list[list[dict[str, Any]]
 
 def split_plan(task: Any, plan: list[dict[str, Any]], jobs: int) -> list[list[dict[str, Any]]]:
     """*plan* in at most *jobs* parts of about equal input bytes (the interpreter's cost grows with them),
-    heaviest runs shared out first; each part keeps the plan's order, no part is empty."""
-    parts: list[list[int]] = [[] for _ in range(max(1, min(jobs, len(plan))))]
-    loads = [0] * len(parts)
-    weight = [task.input_bytes(dict(run["shape"])) for run in plan]
-    for i in sorted(range(len(plan)), key=lambda i: -weight[i]):
-        k = loads.index(min(loads))
-        parts[k].append(i)
-        loads[k] += weight[i]
-    return [[plan[i] for i in sorted(part)] for part in parts if part]
+    heaviest runs shared out first (the compile gate's :func:`share_out`); each part keeps the plan's
+    order, no part is empty."""
+    if jobs < 2 or len(plan) < 2:
+        return [plan]
+    from ...compiler.gate import share_out
+    weight = {str(i): float(task.input_bytes(dict(run["shape"]))) for i, run in enumerate(plan)}
+    return [[plan[int(i)] for i in part] for part in share_out(list(weight), weight, jobs)]
