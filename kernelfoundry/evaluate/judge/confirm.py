@@ -134,6 +134,6 @@ def split_plan(task: Any, plan: list[dict[str, Any]], jobs: int) -> list[list[di
     order, no part is empty."""
     if jobs < 2 or len(plan) < 2:
         return [plan]
-    from ...compiler.gate import share_out
+    from ...compiler import share_out
     weight = {str(i): float(task.input_bytes(dict(run["shape"]))) for i, run in enumerate(plan)}
     return [[plan[int(i)] for i in part] for part in share_out(list(weight), weight, jobs)]
